@@ -1,0 +1,240 @@
+defmodule SamgitaProtocol.Codec do
+  @moduledoc """
+  Encodes and decodes native `1.0` messages. Never raises on any input.
+
+  `decode/2` checks, in this order, each with its own error code:
+
+    1. the input is at most `:max_message_bytes` UTF-8 bytes (`:message_too_large`)
+    2. it is valid UTF-8 (`:invalid_utf8`)
+    3. it is one JSON value with nothing after it (`:invalid_json`), nested at
+       most `:max_depth` deep (`:depth_exceeded`, checked while decoding, so no
+       deeper term is ever built), with no key repeated in an object
+       (`:duplicate_key`)
+    4. it is a valid envelope for its `type` and `method`: see
+       `SamgitaProtocol.Schema` and `docs/protocol.md`
+
+  A response's `result` is checked against its method's result schema only by
+  `SamgitaProtocol.Client` / `SamgitaProtocol.Server`, which know the pending
+  request: the envelope alone cannot establish that context.
+
+  ## Options
+
+    * `:max_message_bytes` - the largest message in bytes. Defaults to `#{1_048_576}` (1 MiB).
+    * `:max_depth` - the deepest JSON nesting allowed. Defaults to `32`.
+  """
+  @moduledoc since: "0.1.0"
+
+  alias SamgitaProtocol.Error
+  alias SamgitaProtocol.Schema.Validator
+
+  @default_max_message_bytes 1_048_576
+  @default_max_depth 32
+  @depth_key {__MODULE__, :depth}
+
+  @type option :: {:max_message_bytes, pos_integer()} | {:max_depth, pos_integer()}
+
+  @doc "The default message size bound in bytes (1 MiB)."
+  @spec default_max_message_bytes() :: pos_integer()
+  def default_max_message_bytes, do: @default_max_message_bytes
+
+  @doc "The default JSON nesting bound (32)."
+  @spec default_max_depth() :: pos_integer()
+  def default_max_depth, do: @default_max_depth
+
+  @doc """
+  Decodes and validates one message.
+
+  ## Examples
+
+      iex> json = ~s({"schema_version":"1.0","type":"notification","method":"thread/closed","params":{"thread_id":"t1"}})
+      iex> {:ok, message} = SamgitaProtocol.Codec.decode(json)
+      iex> message["params"]
+      %{"thread_id" => "t1"}
+
+      iex> {:error, error} = SamgitaProtocol.Codec.decode(~s({"schema_version":"2.0"}))
+      iex> error.code
+      :unsupported_version
+
+  ## Error reasons
+
+  Every code listed in the module documentation and in `docs/protocol.md`;
+  the error's `data["path"]` is the JSON pointer of the offending field.
+  """
+  @spec decode(binary(), [option()]) :: {:ok, map()} | {:error, Error.t()}
+  def decode(binary, opts \\ [])
+
+  def decode(binary, opts) when is_binary(binary) do
+    %{max_message_bytes: max_bytes, max_depth: max_depth} = options(opts)
+
+    cond do
+      byte_size(binary) > max_bytes ->
+        {:error,
+         Error.peer(:message_too_large, "message is larger than #{max_bytes} bytes", %{
+           "bytes" => byte_size(binary),
+           "max" => max_bytes
+         })}
+
+      not String.valid?(binary) ->
+        {:error, Error.peer(:invalid_utf8, "message is not valid UTF-8")}
+
+      true ->
+        with {:ok, term} <- decode_json(binary, max_depth),
+             {:ok, _kind, _spec} <-
+               Validator.message(term, %{trusted: true, max_depth: max_depth}) do
+          {:ok, term}
+        end
+    end
+  end
+
+  def decode(_other, _opts), do: {:error, Error.new(:invalid_message, "expected a binary")}
+
+  @doc """
+  Validates a message term that did not come from `decode/2` (for example one
+  built by the caller), with the same rules plus JSON-ness of every value,
+  string keys and UTF-8 of every string.
+  """
+  @spec validate(term(), [option()]) :: {:ok, map()} | {:error, Error.t()}
+  def validate(message, opts \\ []) do
+    %{max_depth: max_depth} = options(opts)
+
+    case Validator.message(message, %{trusted: false, max_depth: max_depth}) do
+      {:ok, _kind, _spec} -> {:ok, message}
+      {:error, error} -> {:error, %{error | origin: :local}}
+    end
+  end
+
+  @doc """
+  Validates and encodes one message to a JSON binary.
+
+  ## Examples
+
+      iex> message = %{"schema_version" => "1.0", "type" => "notification",
+      ...>   "method" => "thread/closed", "params" => %{"thread_id" => "t1"}}
+      iex> {:ok, json} = SamgitaProtocol.Codec.encode(message)
+      iex> SamgitaProtocol.Codec.decode(json) == {:ok, message}
+      true
+
+      iex> {:error, error} = SamgitaProtocol.Codec.encode(%{"schema_version" => "1.0", "type" => "notification",
+      ...>   "method" => "thread/closed", "params" => %{thread_id: "t1"}})
+      iex> error.code
+      :invalid_key
+
+  """
+  @spec encode(term(), [option()]) :: {:ok, binary()} | {:error, Error.t()}
+  def encode(message, opts \\ []) do
+    %{max_message_bytes: max_bytes} = options(opts)
+
+    with {:ok, message} <- validate(message, opts) do
+      encode_valid(message, max_bytes)
+    end
+  end
+
+  @doc false
+  # Encodes a message that the caller already validated (the core's own
+  # output), still enforcing the size bound.
+  @spec encode_valid(map(), pos_integer()) :: {:ok, binary()} | {:error, Error.t()}
+  def encode_valid(message, max_bytes \\ @default_max_message_bytes) do
+    binary = IO.iodata_to_binary(JSON.encode_to_iodata!(message))
+
+    if byte_size(binary) > max_bytes do
+      {:error,
+       Error.new(:message_too_large, "message is larger than #{max_bytes} bytes", %{
+         "bytes" => byte_size(binary),
+         "max" => max_bytes
+       })}
+    else
+      {:ok, binary}
+    end
+  end
+
+  @doc false
+  @spec options(keyword()) :: %{max_message_bytes: pos_integer(), max_depth: pos_integer()}
+  def options([]),
+    do: %{max_message_bytes: @default_max_message_bytes, max_depth: @default_max_depth}
+
+  def options(opts) when is_list(opts) do
+    Enum.reduce(opts, options([]), fn
+      {:max_message_bytes, v}, acc when is_integer(v) and v > 0 ->
+        %{acc | max_message_bytes: v}
+
+      {:max_depth, v}, acc when is_integer(v) and v > 0 ->
+        %{acc | max_depth: v}
+
+      {key, v}, _acc when key in [:max_message_bytes, :max_depth] ->
+        raise ArgumentError,
+              "expected #{inspect(key)} to be a positive integer, got: #{inspect(v)}"
+
+      other, _acc ->
+        raise ArgumentError, "unknown codec option: #{inspect(other)}"
+    end)
+  end
+
+  # OTP's :json decoder with depth-tracking start/finish callbacks. The
+  # nesting depth lives in the process dictionary only for the duration of
+  # this call, so the default (fast) push callbacks still apply and a too
+  # deep document is refused at depth max + 1, before anything deeper exists.
+  defp decode_json(binary, max_depth) do
+    Process.put(@depth_key, 0)
+
+    decoders = %{
+      array_start: fn _ -> enter(max_depth) end,
+      array_finish: fn acc, old ->
+        leave()
+        {:lists.reverse(acc), old}
+      end,
+      object_start: fn _ -> enter(max_depth) end,
+      object_finish: fn acc, old ->
+        leave()
+        map = :maps.from_list(acc)
+        if map_size(map) != length(acc), do: throw({:duplicate_key, duplicate(acc)})
+        {map, old}
+      end,
+      null: nil
+    }
+
+    case :json.decode(binary, [], decoders) do
+      {term, _acc, rest} ->
+        if whitespace?(rest),
+          do: {:ok, term},
+          else: {:error, Error.peer(:invalid_json, "unexpected data after the JSON value")}
+    end
+  catch
+    :depth_exceeded ->
+      {:error,
+       Error.peer(:depth_exceeded, "JSON nesting is deeper than #{max_depth}", %{
+         "max" => max_depth
+       })}
+
+    {:duplicate_key, key} ->
+      {:error, Error.peer(:duplicate_key, "an object repeats a key", %{"key" => key})}
+
+    :error, reason ->
+      {:error, Error.peer(:invalid_json, json_reason(reason))}
+  after
+    Process.delete(@depth_key)
+  end
+
+  defp enter(max_depth) do
+    depth = Process.get(@depth_key) + 1
+    if depth > max_depth, do: throw(:depth_exceeded)
+    Process.put(@depth_key, depth)
+    []
+  end
+
+  defp leave, do: Process.put(@depth_key, Process.get(@depth_key) - 1)
+
+  defp duplicate(pairs) do
+    Enum.reduce_while(pairs, MapSet.new(), fn {k, _}, seen ->
+      if MapSet.member?(seen, k), do: {:halt, k}, else: {:cont, MapSet.put(seen, k)}
+    end)
+  end
+
+  defp whitespace?(<<>>), do: true
+  defp whitespace?(<<c, rest::binary>>) when c in [?\s, ?\t, ?\n, ?\r], do: whitespace?(rest)
+  defp whitespace?(_), do: false
+
+  defp json_reason(:unexpected_end), do: "unexpected end of JSON input"
+  defp json_reason({:invalid_byte, byte}), do: "invalid byte 0x#{Integer.to_string(byte, 16)}"
+  defp json_reason({:unexpected_sequence, _}), do: "invalid escape or number sequence"
+  defp json_reason(_), do: "invalid JSON"
+end
