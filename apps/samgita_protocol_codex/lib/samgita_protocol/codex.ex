@@ -1,18 +1,8 @@
 defmodule SamgitaProtocol.Codex do
   @moduledoc """
-  Documentation for `SamgitaProtocol.Codex`.
+  Optional, limited translation to the pinned Codex 0.163.0 app-server schemas (not yet built; tracked as its own issue).
+
+  This package is an empty, standalone Mix project for now so the repository
+  layout, CI and checks are in place; it exposes no API yet.
   """
-
-  @doc """
-  Hello world.
-
-  ## Examples
-
-      iex> SamgitaProtocol.Codex.hello()
-      :world
-
-  """
-  def hello do
-    :world
-  end
 end

@@ -1,0 +1,102 @@
+defmodule SamgitaProtocol.Message do
+  @moduledoc false
+  # Building envelopes and comparing them. Every builder returns a plain map
+  # with string keys, ready for `SamgitaProtocol.Codec.encode/2`.
+
+  alias SamgitaProtocol.{Error, Schema}
+
+  @context_keys ["causation_id", "project_ref", "task_ref"]
+  @echo_keys ["command_id" | @context_keys]
+
+  @doc false
+  def context_keys, do: @context_keys
+
+  @doc false
+  def request(id, method, params, opts) do
+    %{
+      "schema_version" => Schema.version(),
+      "type" => "request",
+      "id" => id,
+      "correlation_id" => Keyword.get(opts, :correlation_id) || id,
+      "method" => method,
+      "params" => params
+    }
+    |> put_opt("command_id", opts[:command_id])
+    |> put_context(opts)
+  end
+
+  @doc false
+  def notification(method, params, opts) do
+    %{
+      "schema_version" => Schema.version(),
+      "type" => "notification",
+      "method" => method,
+      "params" => params
+    }
+    |> put_opt("stream_id", opts[:stream_id])
+    |> put_opt("cursor", opts[:cursor])
+    |> put_opt("correlation_id", opts[:correlation_id])
+    |> put_context(opts)
+  end
+
+  @doc false
+  # A response echoes the request's identity and context exactly.
+  def response(request, result) do
+    request |> echo() |> Map.put("result", result)
+  end
+
+  @doc false
+  def error_response(request, %Error{} = error) do
+    request |> echo() |> Map.put("error", Error.to_wire(safe(error)))
+  end
+
+  @doc false
+  def echo(request) do
+    base = %{
+      "schema_version" => Schema.version(),
+      "type" => "response",
+      "id" => request["id"],
+      "correlation_id" => request["correlation_id"]
+    }
+
+    Enum.reduce(@echo_keys, base, fn key, acc ->
+      case Map.fetch(request, key) do
+        {:ok, value} -> Map.put(acc, key, value)
+        :error -> acc
+      end
+    end)
+  end
+
+  @doc false
+  # True when the response carries exactly the identity the request had.
+  def echoes?(request, response) do
+    response["correlation_id"] == request["correlation_id"] and
+      Enum.all?(@echo_keys, &(Map.get(request, &1) == Map.get(response, &1)))
+  end
+
+  @doc false
+  # A collision-resistant fingerprint of a term, stable within one VM.
+  # MD5 from erts (no :crypto dependency): this detects accidental conflicts
+  # between authenticated peers, it is not a security boundary.
+  def fingerprint(term), do: :erlang.md5(:erlang.term_to_binary(term, [:deterministic]))
+
+  # Errors that leave us must have a defined code; anything else becomes
+  # a fixed internal error so no host data leaks onto the wire.
+  defp safe(%Error{code: code, message: message, data: data} = error) when is_binary(message) do
+    if code in Error.codes() and (is_nil(data) or is_map(data)),
+      do: error,
+      else: Error.new(:internal_error, "internal error")
+  end
+
+  defp safe(_), do: Error.new(:internal_error, "internal error")
+
+  defp put_context(message, opts) do
+    message
+    |> put_opt("causation_id", opts[:causation_id])
+    |> put_opt("project_ref", opts[:project_ref])
+    |> put_opt("task_ref", opts[:task_ref])
+  end
+
+  defp put_opt(message, _key, nil), do: message
+  defp put_opt(message, key, value), do: Map.put(message, key, value)
+end

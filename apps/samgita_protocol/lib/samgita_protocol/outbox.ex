@@ -1,0 +1,267 @@
+defmodule SamgitaProtocol.Outbox do
+  @moduledoc false
+  # Outgoing requests of one side of a connection, shared by Client and
+  # Server: pending requests, the bounded window of terminal identities
+  # (completed or expired), and mutations whose outcome is uncertain.
+  #
+  # Invariant: a handed-out mutation is in exactly one of `pending`,
+  # `uncertain` or (after a response) nowhere but the completed window.
+  # Nothing here ever re-sends a request.
+
+  alias SamgitaProtocol.{Contract, Error, Message, Schema, Window}
+
+  @type entry :: %{
+          request: map(),
+          spec: Schema.method_spec(),
+          deadline: integer()
+        }
+
+  @type t :: %__MODULE__{
+          pending: %{String.t() => entry()},
+          completed: Window.t(),
+          uncertain: %{String.t() => %{request: map(), reason: atom()}},
+          pending_mutations: non_neg_integer(),
+          generation: pos_integer(),
+          counter: non_neg_integer(),
+          prefix: String.t(),
+          id_generator: (pos_integer(), pos_integer() -> String.t()) | nil,
+          max_outstanding_requests: pos_integer(),
+          max_uncertain_commands: pos_integer(),
+          request_timeout_ms: pos_integer()
+        }
+
+  defstruct pending: %{},
+            completed: Window.new(128),
+            uncertain: %{},
+            pending_mutations: 0,
+            generation: 1,
+            counter: 0,
+            prefix: "c",
+            id_generator: nil,
+            max_outstanding_requests: 64,
+            max_uncertain_commands: 64,
+            request_timeout_ms: 30_000
+
+  @spec new(String.t(), map()) :: t()
+  def new(prefix, limits) do
+    %__MODULE__{
+      prefix: prefix,
+      completed: Window.new(limits.max_completed),
+      id_generator: limits.id_generator,
+      max_outstanding_requests: limits.max_outstanding_requests,
+      max_uncertain_commands: limits.max_uncertain_commands,
+      request_timeout_ms: limits.request_timeout_ms
+    }
+  end
+
+  # Connection-generation-scoped default IDs: "c2-17" is the 17th request of
+  # the client's second connection, so IDs never repeat across reconnects.
+  @spec next_id(t()) :: {String.t(), t()}
+  def next_id(%__MODULE__{counter: counter, generation: gen} = outbox) do
+    counter = counter + 1
+
+    id =
+      case outbox.id_generator do
+        nil -> "#{outbox.prefix}#{gen}-#{counter}"
+        fun -> fun.(gen, counter)
+      end
+
+    {id, %{outbox | counter: counter}}
+  end
+
+  @doc false
+  # Checks bounds and identity reuse before anything is recorded.
+  @spec check(t(), String.t(), Schema.method_spec()) :: :ok | {:error, Error.t()}
+  def check(outbox, id, spec) do
+    cond do
+      is_map_key(outbox.pending, id) or Window.member?(outbox.completed, id) or
+          is_map_key(outbox.uncertain, id) ->
+        {:error, Error.new(:conflict, "request id is already in use on this connection", %{"id" => id})}
+
+      map_size(outbox.pending) >= outbox.max_outstanding_requests ->
+        limit(:max_outstanding_requests, outbox.max_outstanding_requests)
+
+      spec.mutation and
+          outbox.pending_mutations + map_size(outbox.uncertain) >= outbox.max_uncertain_commands ->
+        # A mutation in flight may become uncertain; refuse it now so a later
+        # disconnect can never overflow the uncertain set.
+        limit(:max_uncertain_commands, outbox.max_uncertain_commands)
+
+      true ->
+        :ok
+    end
+  end
+
+  @spec put(t(), map(), Schema.method_spec(), integer()) :: t()
+  def put(outbox, %{"id" => id} = request, spec, now_ms) do
+    entry = %{request: request, spec: spec, deadline: now_ms + outbox.request_timeout_ms}
+
+    %{
+      outbox
+      | pending: Map.put(outbox.pending, id, entry),
+        pending_mutations: outbox.pending_mutations + if(spec.mutation, do: 1, else: 0)
+    }
+  end
+
+  @doc false
+  # Matches an incoming (envelope-valid) response.
+  #
+  # Returns `{:ok, {:result, entry, result}, outbox}`,
+  # `{:ok, {:error, entry, error}, outbox}`, `{:ok, :duplicate, outbox}` or
+  # `{:error, error, outbox}`. A result that fails its method's schema or
+  # context settles the request as an error; for a mutation the command is
+  # kept in `uncertain`, because the peer may have performed it.
+  @spec receive_response(t(), map(), DateTime.t()) ::
+          {:ok, {:result | :error, entry(), term()} | :duplicate, t()} | {:error, Error.t(), t()}
+  def receive_response(outbox, %{"id" => id} = response, now) do
+    case Map.fetch(outbox.pending, id) do
+      {:ok, entry} ->
+        settle(outbox, id, entry, response, now)
+
+      :error ->
+        case Window.fetch(outbox.completed, id) do
+          {:ok, {:done, fingerprint}} ->
+            if Message.fingerprint(response) == fingerprint,
+              do: {:ok, :duplicate, outbox},
+              else: {:error, conflicting(id, "differs from the response already received"), outbox}
+
+          {:ok, :expired} ->
+            {:error, conflicting(id, "arrived after the request expired"), outbox}
+
+          :error ->
+            {:error,
+             Error.peer(:unknown_response, "response to an unknown or forgotten request id", %{
+               "id" => id
+             }), outbox}
+        end
+    end
+  end
+
+  defp settle(outbox, id, entry, response, now) do
+    cond do
+      not Message.echoes?(entry.request, response) ->
+        {:error,
+         Error.peer(:mismatched_response, "response does not echo the request's identity", %{
+           "id" => id
+         }), outbox}
+
+      Map.has_key?(response, "error") ->
+        outbox = finish(outbox, id, entry, {:done, Message.fingerprint(response)})
+        {:ok, {:error, entry, Error.from_wire(response["error"])}, outbox}
+
+      true ->
+        result = response["result"]
+        outbox = finish(outbox, id, entry, {:done, Message.fingerprint(response)})
+
+        case Contract.check_result(entry.spec, entry.request, result, now) do
+          :ok ->
+            {:ok, {:result, entry, result}, outbox}
+
+          {:error, error} ->
+            {:ok, {:error, entry, error}, hold_if_mutation(outbox, id, entry, :invalid_result)}
+        end
+    end
+  end
+
+  defp finish(outbox, id, entry, marker) do
+    %{
+      outbox
+      | pending: Map.delete(outbox.pending, id),
+        pending_mutations: outbox.pending_mutations - if(entry.spec.mutation, do: 1, else: 0),
+        completed: Window.put(outbox.completed, id, marker)
+    }
+  end
+
+  defp hold_if_mutation(outbox, id, %{spec: %{mutation: true}, request: request}, reason),
+    do: %{outbox | uncertain: Map.put(outbox.uncertain, id, %{request: request, reason: reason})}
+
+  defp hold_if_mutation(outbox, _id, _entry, _reason), do: outbox
+
+  @doc false
+  # Every pending request ends now: mutations become uncertain
+  # (`:ambiguous_disconnect`), reads fail with `:disconnected`.
+  @spec disconnect(t()) :: {[{:error, String.t(), Error.t()}], t()}
+  def disconnect(outbox) do
+    abandon(outbox, Map.keys(outbox.pending), :disconnect)
+  end
+
+  @doc false
+  # Pending requests whose deadline is at or before `now_ms` end: mutations
+  # become uncertain, reads fail with `:timeout`. Their IDs stay in the
+  # terminal window as expired, so late replies are `:conflicting_response`.
+  @spec expire(t(), integer()) :: {[{:error, String.t(), Error.t()}], t()}
+  def expire(outbox, now_ms) do
+    ids = for {id, %{deadline: d}} <- outbox.pending, d <= now_ms, do: id
+    abandon(outbox, ids, :timeout)
+  end
+
+  defp abandon(outbox, ids, reason) do
+    ids
+    |> Enum.sort_by(&pending_order(outbox, &1))
+    |> Enum.map_reduce(outbox, fn id, outbox ->
+      entry = Map.fetch!(outbox.pending, id)
+      outbox = finish(outbox, id, entry, :expired)
+
+      if entry.spec.mutation do
+        error =
+          Error.new(
+            :ambiguous_disconnect,
+            "the mutation's outcome is unknown; reconcile with the host before retrying",
+            %{"id" => id, "command_id" => entry.request["command_id"], "reason" => Atom.to_string(reason)}
+          )
+
+        {{:error, id, error}, hold_if_mutation(outbox, id, entry, reason)}
+      else
+        {code, message} =
+          if reason == :timeout,
+            do: {:timeout, "the request timed out"},
+            else: {:disconnected, "the connection closed before a response"}
+
+        {{:error, id, Error.new(code, message, %{"id" => id})}, outbox}
+      end
+    end)
+  end
+
+  defp pending_order(outbox, id), do: {outbox.pending[id].deadline, id}
+
+  @doc false
+  # A new connection: terminal identities are forgotten (generated IDs carry
+  # the new generation), uncertain commands are kept.
+  @spec reset(t()) :: t()
+  def reset(outbox) do
+    %{
+      outbox
+      | pending: %{},
+        pending_mutations: 0,
+        completed: Window.clear(outbox.completed),
+        generation: outbox.generation + 1,
+        counter: 0
+    }
+  end
+
+  @spec resolve(t(), String.t()) :: {:ok, t()} | {:error, Error.t()}
+  def resolve(outbox, id) do
+    if is_map_key(outbox.uncertain, id) do
+      {:ok, %{outbox | uncertain: Map.delete(outbox.uncertain, id)}}
+    else
+      {:error, Error.new(:unknown_uncertain, "no uncertain command with this request id", %{"id" => id})}
+    end
+  end
+
+  defp conflicting(id, why),
+    do: Error.peer(:conflicting_response, "response #{why}", %{"id" => id})
+
+  defp limit(name, max) do
+    {:error,
+     Error.new(:limit_exceeded, "#{name} (#{max}) reached", %{
+       "limit" => Atom.to_string(name),
+       "max" => max
+     })}
+  end
+
+  @doc false
+  def limit_error(name, max, origin \\ :local) do
+    {:error, error} = limit(name, max)
+    %{error | origin: origin}
+  end
+end
