@@ -34,7 +34,9 @@ defmodule SamgitaProtocol.Contract do
         mismatch
 
       requested and acceptance == "not_requested" ->
-        invalid("management_acceptance must be accepted or rejected when a transition was requested")
+        invalid(
+          "management_acceptance must be accepted or rejected when a transition was requested"
+        )
 
       not requested and acceptance != "not_requested" ->
         invalid("management_acceptance must be not_requested when no transition was requested")

@@ -76,7 +76,8 @@ defmodule SamgitaProtocol.Outbox do
     cond do
       is_map_key(outbox.pending, id) or Window.member?(outbox.completed, id) or
           is_map_key(outbox.uncertain, id) ->
-        {:error, Error.new(:conflict, "request id is already in use on this connection", %{"id" => id})}
+        {:error,
+         Error.new(:conflict, "request id is already in use on this connection", %{"id" => id})}
 
       map_size(outbox.pending) >= outbox.max_outstanding_requests ->
         limit(:max_outstanding_requests, outbox.max_outstanding_requests)
@@ -123,7 +124,8 @@ defmodule SamgitaProtocol.Outbox do
           {:ok, {:done, fingerprint}} ->
             if Message.fingerprint(response) == fingerprint,
               do: {:ok, :duplicate, outbox},
-              else: {:error, conflicting(id, "differs from the response already received"), outbox}
+              else:
+                {:error, conflicting(id, "differs from the response already received"), outbox}
 
           {:ok, :expired} ->
             {:error, conflicting(id, "arrived after the request expired"), outbox}
@@ -207,7 +209,11 @@ defmodule SamgitaProtocol.Outbox do
           Error.new(
             :ambiguous_disconnect,
             "the mutation's outcome is unknown; reconcile with the host before retrying",
-            %{"id" => id, "command_id" => entry.request["command_id"], "reason" => Atom.to_string(reason)}
+            %{
+              "id" => id,
+              "command_id" => entry.request["command_id"],
+              "reason" => Atom.to_string(reason)
+            }
           )
 
         {{:error, id, error}, hold_if_mutation(outbox, id, entry, reason)}
@@ -244,7 +250,8 @@ defmodule SamgitaProtocol.Outbox do
     if is_map_key(outbox.uncertain, id) do
       {:ok, %{outbox | uncertain: Map.delete(outbox.uncertain, id)}}
     else
-      {:error, Error.new(:unknown_uncertain, "no uncertain command with this request id", %{"id" => id})}
+      {:error,
+       Error.new(:unknown_uncertain, "no uncertain command with this request id", %{"id" => id})}
     end
   end
 

@@ -51,7 +51,8 @@ defmodule SamgitaProtocol.Streams do
     }
   end
 
-  defp restored(cursor), do: %{processed: cursor, delivered: cursor, received: cursor, hashes: %{}}
+  defp restored(cursor),
+    do: %{processed: cursor, delivered: cursor, received: cursor, hashes: %{}}
 
   @doc false
   # Offers one sequenced notification. `{:ok, :buffered | :duplicate, t}` or
@@ -68,19 +69,27 @@ defmodule SamgitaProtocol.Streams do
             {:ok, :duplicate, s}
           else
             {:error,
-             Error.peer(:replay_conflict, "a stream event differs from the one already received", %{
-               "stream_id" => id,
-               "cursor" => cursor
-             })}
+             Error.peer(
+               :replay_conflict,
+               "a stream event differs from the one already received",
+               %{
+                 "stream_id" => id,
+                 "cursor" => cursor
+               }
+             )}
           end
 
         cursor != stream.received + 1 ->
           {:error,
-           Error.peer(:cursor_gap, "stream events were skipped or reordered; resume from the checkpoint", %{
-             "stream_id" => id,
-             "expected" => stream.received + 1,
-             "cursor" => cursor
-           })}
+           Error.peer(
+             :cursor_gap,
+             "stream events were skipped or reordered; resume from the checkpoint",
+             %{
+               "stream_id" => id,
+               "expected" => stream.received + 1,
+               "cursor" => cursor
+             }
+           )}
 
         s.buffered >= s.max_buffered_notifications ->
           {:error, Outbox.limit_error(:max_buffered_notifications, s.max_buffered_notifications)}
@@ -141,7 +150,10 @@ defmodule SamgitaProtocol.Streams do
     case :queue.out(s.buffer) do
       {{:value, %{"stream_id" => id, "cursor" => cursor} = n}, buffer} ->
         streams = Map.update!(s.streams, id, &%{&1 | delivered: max(&1.delivered, cursor)})
-        drain(%{s | buffer: buffer, buffered: s.buffered - 1, streams: streams}, max - 1, [n | acc])
+
+        drain(%{s | buffer: buffer, buffered: s.buffered - 1, streams: streams}, max - 1, [
+          n | acc
+        ])
 
       {:empty, _} ->
         {Enum.reverse(acc), s}
@@ -156,7 +168,9 @@ defmodule SamgitaProtocol.Streams do
 
       {:ok, %{delivered: delivered} = stream} when cursor <= delivered ->
         hashes = Map.reject(stream.hashes, fn {c, _} -> c <= cursor end)
-        {:ok, %{s | streams: Map.put(s.streams, id, %{stream | processed: cursor, hashes: hashes})}}
+
+        {:ok,
+         %{s | streams: Map.put(s.streams, id, %{stream | processed: cursor, hashes: hashes})}}
 
       {:ok, %{delivered: delivered}} ->
         {:error,

@@ -1,0 +1,548 @@
+defmodule SamgitaProtocol.Server do
+  @moduledoc """
+  Pure connection state of the side that hosts a `SamgitaProtocol.Handler`.
+  Create one per authenticated connection with `new/3`; authenticate before
+  calling `receive/3`.
+
+  `receive/3` validates the input, answers `connection/initialize` itself,
+  refuses anything outside the negotiated groups (the handler is not
+  called), and calls the handler for everything else. It returns the
+  messages to send and the new server, holding the new host state.
+  """
+  @moduledoc since: "0.1.0"
+
+  alias SamgitaProtocol.{Codec, Contract, Error, Message, Options, Outbox, Schema, Window}
+
+  @type t :: %__MODULE__{}
+
+  defstruct [
+    :handler,
+    :host_state,
+    :connection_id,
+    :host_id,
+    state: :new,
+    capabilities: [],
+    versions: ["1.0"],
+    durable: false,
+    negotiated: MapSet.new(),
+    outbox: nil,
+    seen: nil,
+    positions: %{},
+    limits: %{}
+  ]
+
+  @doc """
+  Creates a server for `handler` with the initial `host_state`.
+
+  ## Options
+
+    * `:capabilities` - advertised groups; `handler.methods/0` must equal
+      exactly their request methods. Defaults to `[]`.
+    * `:versions` - supported versions. Defaults to `["1.0"]`.
+    * `:host_id` - this host's stable identity, sent in the initialize result
+      so clients keep checkpoints per host. Defaults to a random identity;
+      a host that serves replay across connections should configure it.
+    * `:connection_id` - defaults to a random identity.
+    * `:durable` - whether this host's inbox commits events; only then may a
+      handler return `acceptance: "durable"`. Defaults to `false`.
+    * `:max_outstanding_requests` (64), `:max_uncertain_commands` (64),
+      `:max_completed` (128), `:max_streams` (64), `:max_message_bytes`
+      (1 MiB), `:request_timeout_ms` (30 s) for server-initiated requests.
+  """
+  @spec new(module(), term(), keyword()) :: {:ok, t()}
+  def new(handler, host_state, opts \\ []) when is_atom(handler) do
+    o =
+      Options.validate!(
+        opts,
+        [
+          capabilities: {:groups, []},
+          versions: {:versions, ["1.0"]},
+          host_id: {:id, nil},
+          connection_id: {:id, nil},
+          durable: {:boolean, false},
+          id_generator: {:id_generator, nil}
+        ] ++ Options.limit_spec()
+      )
+
+    Code.ensure_loaded(handler)
+
+    unless function_exported?(handler, :methods, 0) and
+             function_exported?(handler, :handle_request, 4) do
+      raise ArgumentError,
+            "expected handler to implement SamgitaProtocol.Handler, got: #{inspect(handler)}"
+    end
+
+    expected = o.capabilities |> Enum.flat_map(&Schema.request_methods/1) |> Enum.sort()
+    actual = handler.methods() |> Enum.sort()
+
+    unless actual == expected do
+      raise ArgumentError,
+            "expected #{inspect(handler)}.methods/0 to equal the request methods of #{inspect(o.capabilities)}: " <>
+              "#{inspect(expected)}, got: #{inspect(actual)}"
+    end
+
+    {:ok,
+     %__MODULE__{
+       handler: handler,
+       host_state: host_state,
+       capabilities: o.capabilities,
+       versions: o.versions,
+       durable: o.durable,
+       host_id: o.host_id || random_id("host-"),
+       connection_id: o.connection_id || random_id("conn-"),
+       outbox: Outbox.new("s", o),
+       seen: Window.new(o.max_completed),
+       limits: o
+     }}
+  end
+
+  defp random_id(prefix),
+    do:
+      prefix <>
+        Base.url_encode64(:erlang.term_to_binary(make_ref()) |> :erlang.md5(), padding: false)
+
+  @doc "The current host state."
+  @spec host_state(t()) :: term()
+  def host_state(%__MODULE__{host_state: s}), do: s
+
+  @doc "`:new`, `:ready` or `:disconnected`."
+  @spec state(t()) :: atom()
+  def state(%__MODULE__{state: s}), do: s
+
+  @doc "The negotiated capability groups."
+  @spec capabilities(t()) :: [String.t()]
+  def capabilities(%__MODULE__{negotiated: n}), do: Enum.sort(n)
+
+  @doc """
+  Receives one message (JSON binary or decoded map).
+
+  Returns `{:ok, outgoing, server}` for valid input (outgoing may hold an
+  error response: the handler's typed error, `:not_initialized`,
+  `:unsupported`, `:internal_error`, ...), or `{:error, error, outgoing,
+  server}` when the input itself was invalid; `outgoing` then holds an error
+  response if the request's identity could be recovered, so the peer's
+  request does not hang. Malformed input never reaches the handler.
+
+  ## Options
+
+    * `:now` - wall clock for approval deadlines. Defaults to `DateTime.utc_now()`.
+  """
+  @spec receive(t(), binary() | map(), keyword()) ::
+          {:ok, [map()], t()} | {:error, Error.t(), [map()], t()}
+  def receive(server, message, opts \\ [])
+
+  def receive(%__MODULE__{state: :disconnected} = server, _message, _opts),
+    do: {:error, Error.new(:disconnected, "the connection is closed"), [], server}
+
+  def receive(%__MODULE__{} = server, message, opts) do
+    case decode(server, message) do
+      {:ok, message} ->
+        now = Keyword.get_lazy(opts, :now, &DateTime.utc_now/0)
+
+        case message["type"] do
+          "request" ->
+            case handle_request(server, message) do
+              {:conflict, response} -> {:ok, [response], server}
+              {:reply, response, server} -> {:ok, [response], server}
+            end
+
+          "response" ->
+            receive_response(server, message, now)
+
+          "notification" ->
+            receive_notification(server, message)
+        end
+
+      {:error, error} ->
+        {:error, error, recover(message, error), server}
+    end
+  end
+
+  defp decode(server, binary) when is_binary(binary),
+    do: Codec.decode(binary, max_message_bytes: server.limits.max_message_bytes)
+
+  defp decode(_server, map) do
+    case Codec.validate(map) do
+      {:ok, map} -> {:ok, map}
+      {:error, error} -> {:error, %{error | origin: :peer}}
+    end
+  end
+
+  # If the invalid input still names a request identity, answer it with the
+  # error so the peer's request does not wait for a timeout.
+  defp recover(message, error) do
+    term =
+      case message do
+        bin when is_binary(bin) and byte_size(bin) <= 1_048_576 ->
+          case JSON.decode(bin) do
+            {:ok, map} -> map
+            _ -> nil
+          end
+
+        map ->
+          map
+      end
+
+    with %{"type" => "request", "id" => id, "correlation_id" => corr}
+         when is_binary(id) and is_binary(corr) <-
+           term,
+         true <-
+           byte_size(id) <= Schema.max_id_bytes() and byte_size(corr) <= Schema.max_id_bytes() do
+      [Message.error_response(%{"id" => id, "correlation_id" => corr}, error)]
+    else
+      _ -> []
+    end
+  rescue
+    _ -> []
+  end
+
+  # Identity reuse: the same id with different content is a conflict. The
+  # same request again is handled again (the host deduplicates by command_id).
+  defp remember(server, %{"id" => id} = request),
+    do: %{server | seen: Window.put(server.seen, id, Message.fingerprint(request))}
+
+  defp handle_request(server, %{"id" => id, "method" => method} = request) do
+    spec = Schema.method(method)
+    fingerprint = Message.fingerprint(request)
+
+    refusal =
+      cond do
+        match?({:ok, f} when f != fingerprint, Window.fetch(server.seen, id)) ->
+          Error.new(:conflict, "request id reused with different content", %{"id" => id})
+
+        method == "connection/initialize" and server.state != :new ->
+          Error.new(:already_initialized, "the connection is already initialized")
+
+        method == "connection/initialize" ->
+          nil
+
+        server.state != :ready ->
+          Error.new(:not_initialized, "send connection/initialize first")
+
+        not MapSet.member?(server.negotiated, spec.group) ->
+          Error.new(:unsupported, "the method's capability group was not negotiated", %{
+            "method" => method
+          })
+
+        true ->
+          nil
+      end
+
+    cond do
+      refusal && refusal.code == :conflict ->
+        {:conflict, Message.error_response(request, refusal)}
+
+      refusal ->
+        {:reply, Message.error_response(request, refusal), remember(server, request)}
+
+      method == "connection/initialize" ->
+        initialize(remember(server, request), request)
+
+      true ->
+        call_handler(remember(server, request), spec, request)
+    end
+  end
+
+  defp initialize(server, %{"params" => params} = request) do
+    offered = params["capabilities"]
+    required = Map.get(params, "required_capabilities", [])
+    supported = Enum.filter(server.capabilities, &(&1 in offered))
+    version = Enum.find(server.versions, &(&1 in params["versions"]))
+    missing = Enum.reject(required, &(&1 in server.capabilities))
+
+    cond do
+      version == nil ->
+        error =
+          Error.new(:no_common_version, "no common schema version", %{
+            "supported" => server.versions
+          })
+
+        {:reply, Message.error_response(request, error), server}
+
+      missing != [] ->
+        error =
+          Error.new(:missing_required_capability, "a required capability is not supported", %{
+            "missing" => Enum.sort(missing)
+          })
+
+        {:reply, Message.error_response(request, error), server}
+
+      true ->
+        result = %{
+          "version" => version,
+          "capabilities" => supported,
+          "connection_id" => server.connection_id,
+          "host_id" => server.host_id
+        }
+
+        {:reply, Message.response(request, result),
+         %{server | state: :ready, negotiated: MapSet.new(supported)}}
+    end
+  end
+
+  defp call_handler(server, spec, request) do
+    context =
+      request
+      |> Map.take(["id", "correlation_id", "method", "command_id" | Message.context_keys()])
+      |> Map.put("connection_id", server.connection_id)
+
+    outcome =
+      try do
+        server.handler.handle_request(spec.method, request["params"], context, server.host_state)
+      rescue
+        _ -> :crashed
+      catch
+        _, _ -> :crashed
+      end
+
+    case outcome do
+      {:ok, result, host_state} when is_map(result) ->
+        server = %{server | host_state: host_state}
+
+        case check_own_result(server, spec, request, result) do
+          :ok -> {:reply, Message.response(request, result), server}
+          :error -> {:reply, internal(request), server}
+        end
+
+      {:error, %Error{} = error, host_state} ->
+        {:reply, Message.error_response(request, error), %{server | host_state: host_state}}
+
+      _ ->
+        # Raised, threw, exited or returned garbage: the previous host state
+        # is kept, and no detail of the failure leaves the host.
+        {:reply, internal(request), server}
+    end
+  end
+
+  defp check_own_result(server, spec, request, result) do
+    durable_violation =
+      spec.method == "project/event.receive" and not server.durable and
+        result["acceptance"] == "durable"
+
+    with false <- durable_violation,
+         :ok <-
+           Contract.check_result(spec, request, result, ~U[1970-01-01 00:00:00Z], %{
+             trusted: false,
+             max_depth: 32
+           }),
+         {:ok, _} <-
+           Codec.encode_valid(Message.response(request, result), server.limits.max_message_bytes) do
+      :ok
+    else
+      _ -> :error
+    end
+  end
+
+  defp internal(request),
+    do:
+      Message.error_response(
+        request,
+        Error.new(:internal_error, "the host failed to handle the request")
+      )
+
+  defp receive_response(server, response, now) do
+    case Outbox.receive_response(server.outbox, response, now) do
+      {:ok, :duplicate, outbox} ->
+        {:ok, [], %{server | outbox: outbox}}
+
+      {:ok, {kind, entry, value}, outbox} ->
+        {:ok, [], respond(%{server | outbox: outbox}, entry.request, {ok_tag(kind), value})}
+
+      {:error, error, outbox} ->
+        {:error, error, [], %{server | outbox: outbox}}
+    end
+  end
+
+  defp ok_tag(:result), do: :ok
+  defp ok_tag(:error), do: :error
+
+  defp respond(server, request, outcome) do
+    case server.handler.handle_response(request, outcome, server.host_state) do
+      {:ok, host_state} -> %{server | host_state: host_state}
+      _ -> server
+    end
+  rescue
+    _ -> server
+  catch
+    _, _ -> server
+  end
+
+  # Sequenced notifications: cursor checks first, the callback second, and the
+  # position is marked processed only after the callback succeeds.
+  defp receive_notification(server, notification) do
+    spec = Schema.method(notification["method"])
+
+    cond do
+      server.state != :ready ->
+        {:error, Error.peer(:not_initialized, "notification before initialization"), [], server}
+
+      not MapSet.member?(server.negotiated, spec.group) or
+          not function_exported?(server.handler, :handle_notification, 3) ->
+        {:error, Error.peer(:unsupported, "this host does not accept this notification"), [],
+         server}
+
+      true ->
+        with {:ok, position} <- position(server, notification) do
+          deliver(server, notification, position)
+        else
+          :duplicate -> {:ok, [], server}
+          {:error, error} -> {:error, error, [], server}
+        end
+    end
+  end
+
+  defp position(server, %{"stream_id" => id, "cursor" => cursor}) do
+    processed = Map.get(server.positions, id)
+
+    cond do
+      processed == nil and map_size(server.positions) >= server.limits.max_streams ->
+        {:error, Outbox.limit_error(:max_streams, server.limits.max_streams, :peer)}
+
+      cursor <= (processed || 0) ->
+        :duplicate
+
+      cursor != (processed || 0) + 1 ->
+        {:error,
+         Error.peer(:cursor_gap, "stream events were skipped or reordered", %{
+           "stream_id" => id,
+           "expected" => (processed || 0) + 1,
+           "cursor" => cursor
+         })}
+
+      true ->
+        {:ok, {id, cursor}}
+    end
+  end
+
+  defp position(_server, _notification), do: {:ok, nil}
+
+  defp deliver(server, notification, position) do
+    outcome =
+      try do
+        server.handler.handle_notification(
+          notification["method"],
+          notification,
+          server.host_state
+        )
+      rescue
+        _ -> :crashed
+      catch
+        _, _ -> :crashed
+      end
+
+    case {outcome, position} do
+      {{:ok, host_state}, nil} ->
+        {:ok, [], %{server | host_state: host_state}}
+
+      {{:ok, host_state}, {id, cursor}} ->
+        {:ok, [],
+         %{server | host_state: host_state, positions: Map.put(server.positions, id, cursor)}}
+
+      {{:error, %Error{} = error, host_state}, _} ->
+        {:error, error, [], %{server | host_state: host_state}}
+
+      _ ->
+        {:error, Error.new(:internal_error, "the host failed to handle the notification"), [],
+         server}
+    end
+  end
+
+  @doc "Processed positions of sequenced notifications received from the peer."
+  @spec positions(t()) :: %{String.t() => pos_integer()}
+  def positions(%__MODULE__{positions: p}), do: p
+
+  @doc """
+  Builds a server-initiated request (for example `approval/request`). The
+  handler must implement `handle_response/3`, which receives the outcome.
+  Takes the same options as `SamgitaProtocol.Client.request/4`.
+  """
+  @spec request(t(), String.t(), map(), keyword()) :: {:ok, map(), t()} | {:error, Error.t(), t()}
+  def request(%__MODULE__{} = server, method, params, opts \\ []) do
+    spec = Schema.method(method)
+
+    cond do
+      not function_exported?(server.handler, :handle_response, 3) ->
+        {:error,
+         Error.new(:no_response_callback, "the handler does not implement handle_response/3"),
+         server}
+
+      server.state != :ready ->
+        {:error, Error.new(:not_initialized, "the connection is not initialized"), server}
+
+      spec == nil or spec.kind != :request or spec.group == nil ->
+        {:error, Error.new(:unknown_method, "unknown request method", %{"method" => method}),
+         server}
+
+      not MapSet.member?(server.negotiated, spec.group) ->
+        {:error, Error.new(:unsupported, "the method's capability group was not negotiated"),
+         server}
+
+      true ->
+        {id, outbox} =
+          case Keyword.fetch(opts, :id) do
+            {:ok, id} -> {id, server.outbox}
+            :error -> Outbox.next_id(server.outbox)
+          end
+
+        message = Message.request(id, method, params, opts)
+
+        with :ok <- Outbox.check(outbox, id, spec),
+             {:ok, message} <- Codec.validate(message) do
+          now = Keyword.get_lazy(opts, :now, fn -> System.monotonic_time(:millisecond) end)
+          {:ok, message, %{server | outbox: Outbox.put(outbox, message, spec, now)}}
+        else
+          {:error, error} -> {:error, error, server}
+        end
+    end
+  end
+
+  @doc "Builds a notification to send (see `SamgitaProtocol.Client.notify/4` for options)."
+  @spec notify(t(), String.t(), map(), keyword()) :: {:ok, map(), t()} | {:error, Error.t(), t()}
+  def notify(%__MODULE__{} = server, method, params, opts \\ []) do
+    spec = Schema.method(method)
+
+    cond do
+      server.state != :ready ->
+        {:error, Error.new(:not_initialized, "the connection is not initialized"), server}
+
+      spec == nil or spec.kind != :notification ->
+        {:error, Error.new(:unknown_method, "unknown notification method", %{"method" => method}),
+         server}
+
+      not MapSet.member?(server.negotiated, spec.group) ->
+        {:error, Error.new(:unsupported, "the method's capability group was not negotiated"),
+         server}
+
+      true ->
+        case Codec.validate(Message.notification(method, params, opts)) do
+          {:ok, message} -> {:ok, message, server}
+          {:error, error} -> {:error, error, server}
+        end
+    end
+  end
+
+  @doc """
+  Server-initiated requests whose deadline passed end now; the handler's
+  `handle_response/3` gets `{:error, %Error{code: :timeout | :ambiguous_disconnect}}`.
+  """
+  @spec expire(t(), integer()) :: {:ok, t()}
+  def expire(%__MODULE__{} = server, now_ms) do
+    pending = server.outbox.pending
+    {effects, outbox} = Outbox.expire(server.outbox, now_ms)
+    {:ok, abandon(%{server | outbox: outbox}, pending, effects)}
+  end
+
+  @doc "The transport closed: pending server-initiated requests end with `:disconnected` / `:ambiguous_disconnect`."
+  @spec disconnect(t()) :: {:ok, t()}
+  def disconnect(%__MODULE__{} = server) do
+    pending = server.outbox.pending
+    {effects, outbox} = Outbox.disconnect(server.outbox)
+    {:ok, abandon(%{server | outbox: outbox, state: :disconnected}, pending, effects)}
+  end
+
+  defp abandon(server, pending, effects) do
+    Enum.reduce(effects, server, fn {:error, id, error}, s ->
+      respond(s, pending[id].request, {:error, error})
+    end)
+  end
+end
