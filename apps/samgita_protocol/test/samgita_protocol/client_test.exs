@@ -1,0 +1,177 @@
+defmodule SamgitaProtocol.ClientTest do
+  use ExUnit.Case, async: true
+  doctest SamgitaProtocol.Client
+
+  alias SamgitaProtocol.{Client, Error, Message}
+  alias SamgitaProtocol.Test.Pair
+
+  defp ready(opts \\ []) do
+    {c, s, _} = Pair.new(opts)
+    {c, s}
+  end
+
+  defp start_turn(c, n),
+    do: Client.request(c, "thread/start", %{}, command_id: "cmd-#{n}", now: 0)
+
+  test "disconnect: mutations become uncertain, reads are disconnected, nothing is re-sent" do
+    {c, _s} = ready()
+    {:ok, m, c} = start_turn(c, 1)
+    {:ok, r, c} = Client.request(c, "thread/read", %{"thread_id" => "t"}, now: 0)
+    {:ok, effects, c} = Client.disconnect(c)
+
+    codes = Map.new(effects, fn {:error, id, e} -> {id, e.code} end)
+    assert codes == %{m["id"] => :ambiguous_disconnect, r["id"] => :disconnected}
+    assert %{request: ^m, reason: :disconnect} = Client.uncertain(c)[m["id"]]
+
+    assert {:error, %Error{code: :disconnected}, _} =
+             Client.request(c, "thread/start", %{}, command_id: "x")
+
+    {:ok, c} = Client.reconnect(c)
+    assert Client.state(c) == :new
+    assert Client.pending(c) == %{}
+    assert Map.has_key?(Client.uncertain(c), m["id"])
+    {:ok, init, c} = Client.request(c, "connection/initialize", %{})
+    assert String.starts_with?(init["id"], "c2-")
+
+    assert {:error, %Error{code: :unknown_uncertain}, c} =
+             Client.resolve_uncertain(c, "nope", :applied)
+
+    {:ok, c} = Client.resolve_uncertain(c, m["id"], :not_applied)
+    assert Client.uncertain(c) == %{}
+  end
+
+  test "expire: timeouts for reads, ambiguity for mutations, late replies are conflicting" do
+    {c, s} = ready()
+    {:ok, m, c} = start_turn(c, 1)
+    {:ok, r, c} = Client.request(c, "thread/read", %{"thread_id" => "t"}, now: 0)
+    assert {:ok, [], c} = Client.expire(c, 29_999)
+    {:ok, effects, c} = Client.expire(c, 30_000)
+    codes = Map.new(effects, fn {:error, id, e} -> {id, e.code} end)
+    assert codes == %{m["id"] => :ambiguous_disconnect, r["id"] => :timeout}
+
+    {:ok, [late], _} = Pair.deliver(s, m)
+    assert {:error, %Error{code: :conflicting_response}, c} = Client.receive(c, Pair.wire(late))
+    assert Map.has_key?(Client.uncertain(c), m["id"])
+
+    assert {:error, %Error{code: :conflict}, _} =
+             Client.request(c, "thread/read", %{"thread_id" => "t"}, id: r["id"])
+  end
+
+  test "duplicate responses are suppressed, conflicting ones fail, unknown ones have no effect" do
+    {c, s} = ready()
+    {:ok, m, c} = start_turn(c, 1)
+    {:ok, [resp], _} = Pair.deliver(s, m)
+    {:ok, [{:response, _, _}], c} = Client.receive(c, Pair.wire(resp))
+    assert {:ok, [], c} = Client.receive(c, Pair.wire(resp))
+
+    other = put_in(resp, ["result", "thread", "status"], "closed")
+    assert {:error, %Error{code: :conflicting_response}, ^c} = Client.receive(c, Pair.wire(other))
+
+    unknown = %{resp | "id" => "zzz"}
+    assert {:error, %Error{code: :unknown_response}, ^c} = Client.receive(c, Pair.wire(unknown))
+  end
+
+  test "responses must echo identity and carry a contextually valid result" do
+    {c, s} = ready()
+    {:ok, m, c} = Client.request(c, "thread/read", %{"thread_id" => "t"}, project_ref: "p1")
+    mismatched = Message.response(Map.delete(m, "project_ref"), %{})
+
+    assert {:error, %Error{code: :mismatched_response}, ^c} =
+             Client.receive(c, Pair.wire(mismatched))
+
+    wrong =
+      Message.response(m, %{
+        "thread" => %{
+          "thread_id" => "other",
+          "status" => "idle",
+          "created_at" => "2026-01-01T00:00:00Z"
+        },
+        "turns" => []
+      })
+
+    assert {:ok, [{:error, _, %Error{code: :invalid_result}}], _} =
+             Client.receive(c, Pair.wire(wrong))
+
+    {:ok, m2, c} = start_turn(c, 2)
+    {:ok, [resp], _} = Pair.deliver(s, m2)
+    bad = put_in(resp, ["result", "thread", "extra"], 1)
+
+    assert {:ok, [{:error, _, %Error{code: :invalid_result}}], c} =
+             Client.receive(c, Pair.wire(bad))
+
+    assert %{reason: :invalid_result} = Client.uncertain(c)[m2["id"]]
+  end
+
+  test "bounds fail explicitly and change nothing" do
+    {c, _s} = ready(max_outstanding_requests: 2, max_uncertain_commands: 1)
+    {:ok, _, c} = start_turn(c, 1)
+
+    assert {:error, %Error{code: :limit_exceeded, data: %{"limit" => "max_uncertain_commands"}},
+            ^c} = start_turn(c, 2)
+
+    {:ok, _, c} = Client.request(c, "thread/read", %{"thread_id" => "t"})
+
+    assert {:error, %Error{code: :limit_exceeded, data: %{"limit" => "max_outstanding_requests"}},
+            ^c} =
+             Client.request(c, "thread/read", %{"thread_id" => "t"})
+  end
+
+  test "mutations require command_id" do
+    {c, _s} = ready()
+
+    assert {:error, %Error{code: :missing_command_id}, ^c} =
+             Client.request(c, "thread/start", %{})
+  end
+
+  test "incoming requests: bound, refusal replies, exact-request reply" do
+    {c, s} = ready(max_incoming_requests: 1)
+
+    params = fn id ->
+      %{
+        "approval_id" => id,
+        "action" => %{"kind" => "k", "description" => "d"},
+        "deadline" => "2099-01-01T00:00:00Z"
+      }
+    end
+
+    {:ok, r1, s} = SamgitaProtocol.Server.request(s, "approval/request", params.("a1"))
+    {:ok, r2, _s} = SamgitaProtocol.Server.request(s, "approval/request", params.("a2"))
+    {:ok, [{:request, _}], c} = Client.receive(c, Pair.wire(r1))
+    {:ok, [{:send, refusal}], c} = Client.receive(c, Pair.wire(r2))
+    assert refusal["error"]["code"] == "limit_exceeded" and refusal["id"] == r2["id"]
+    assert {:error, %Error{code: :unknown_request}, _} = Client.reply(c, r2, %{})
+
+    assert {:ok, %{"error" => %{"code" => "not_found"}}, c} =
+             Client.reply(c, r1, Error.new(:not_found, "no"))
+
+    assert Client.incoming(c) == %{}
+  end
+
+  test "checkpoints are scoped to a host" do
+    cp = %{"host_id" => "host-1", "streams" => %{"s" => 4}}
+    assert {:ok, c} = Client.new(host_id: "host-1", checkpoints: cp)
+    assert Client.checkpoints(c) == cp
+
+    assert_raise ArgumentError, ~r/belong to :host_id/, fn ->
+      Client.new(host_id: "host-2", checkpoints: cp)
+    end
+
+    assert_raise ArgumentError, ~r/:host_id to be given/, fn -> Client.new(checkpoints: cp) end
+
+    {:ok, c} = Client.new(host_id: "host-2")
+
+    {:ok, s} =
+      SamgitaProtocol.Server.new(SamgitaProtocol.FakeHost, SamgitaProtocol.FakeHost.new(),
+        capabilities: SamgitaProtocol.Schema.groups(),
+        host_id: "host-1"
+      )
+
+    {:ok, init, c} = Client.request(c, "connection/initialize", %{})
+    {:ok, [resp], _} = Pair.deliver(s, init)
+
+    assert {:ok, [{:error, _, %Error{code: :host_mismatch}}], c} =
+             Client.receive(c, Pair.wire(resp))
+
+    assert Client.state(c) == :new
+  end
+end
