@@ -1,0 +1,239 @@
+defmodule SamgitaProtocol.CodecRobustnessTest do
+  # Seeded fuzzing: the codec must answer every input with {:ok, _} or
+  # {:error, %Error{}} and never raise, throw or exit.
+  use ExUnit.Case, async: true
+
+  alias SamgitaProtocol.{Codec, Error}
+
+  @accepted Path.expand("../fixtures/1.0/accepted", __DIR__)
+  @iterations 10_000
+  @json_alphabet ~c'{}[]":,.-+eE0123456789 \n\ttrufalsn\\/abcxyz_' ++ [0xC3, 0xA9, 0xFF, 0x00]
+
+  @keys ~w(schema_version type id correlation_id command_id causation_id project_ref task_ref
+           method params result error stream_id cursor event payload thread turn events input
+           thread_id turn_id item approval_id action deadline code message)
+
+  setup_all do
+    fixtures =
+      @accepted
+      |> File.ls!()
+      |> Enum.sort()
+      |> Enum.map(&File.read!(Path.join(@accepted, &1)))
+
+    {:ok, fixtures: fixtures, maps: Enum.map(fixtures, &JSON.decode!/1)}
+  end
+
+  setup do
+    :rand.seed(:exsss, {1, 2, 3})
+    :ok
+  end
+
+  test "random byte strings never crash decode" do
+    failures =
+      for i <- 1..@iterations, reduce: [] do
+        acc ->
+          input = if rem(i, 2) == 0, do: random_bytes(), else: random_jsonish()
+          check(acc, :decode, input, fn -> Codec.decode(input) end)
+      end
+
+    assert failures == []
+  end
+
+  test "mutated fixtures never crash decode", %{fixtures: fixtures, maps: maps} do
+    failures =
+      for i <- 1..@iterations, reduce: [] do
+        acc ->
+          input =
+            if rem(i, 2) == 0 do
+              fixtures |> Enum.random() |> mutate_bytes(:rand.uniform(4))
+            else
+              maps |> Enum.random() |> mutate_json(:rand.uniform(3)) |> JSON.encode!()
+            end
+
+          check(acc, :decode, input, fn -> Codec.decode(input) end)
+      end
+
+    assert failures == []
+  end
+
+  test "mutated maps never crash encode", %{maps: maps} do
+    failures =
+      for _ <- 1..@iterations, reduce: [] do
+        acc ->
+          input = maps |> Enum.random() |> mutate_term(:rand.uniform(3))
+          check(acc, :encode, input, fn -> Codec.encode(input) end)
+      end
+
+    assert failures == []
+  end
+
+  test "every accepted fixture still decodes after whitespace changes", %{fixtures: fixtures} do
+    for binary <- fixtures do
+      assert {:ok, _} = Codec.decode(" \n\t" <> binary <> " \r\n")
+    end
+  end
+
+  # -- harness ---------------------------------------------------------------
+
+  defp check(acc, op, input, fun) do
+    case safely(fun) do
+      {:ok, {:ok, _}} -> acc
+      {:ok, {:error, %Error{}}} -> acc
+      {:ok, other} -> [{op, :bad_return, other, input} | acc]
+      {:raised, kind, reason} -> [{op, kind, reason, input} | acc]
+    end
+  end
+
+  defp safely(fun) do
+    {:ok, fun.()}
+  rescue
+    e -> {:raised, :error, Exception.message(e)}
+  catch
+    kind, reason -> {:raised, kind, reason}
+  end
+
+  # -- generators ------------------------------------------------------------
+
+  defp random_bytes, do: :rand.bytes(:rand.uniform(256) - 1)
+
+  defp random_jsonish do
+    alphabet = List.to_tuple(@json_alphabet)
+    n = :rand.uniform(200) - 1
+    for _ <- 1..n//1, into: <<>>, do: <<elem(alphabet, :rand.uniform(tuple_size(alphabet)) - 1)>>
+  end
+
+  # Byte-level: flips, inserts, deletes, truncation.
+  defp mutate_bytes(binary, 0), do: binary
+
+  defp mutate_bytes(binary, n) do
+    size = byte_size(binary)
+    pos = if size == 0, do: 0, else: :rand.uniform(size) - 1
+
+    mutated =
+      case :rand.uniform(4) do
+        1 when size > 0 ->
+          <<pre::binary-size(pos), byte, post::binary>> = binary
+          <<pre::binary, Bitwise.bxor(byte, Bitwise.bsl(1, :rand.uniform(8) - 1)), post::binary>>
+
+        2 ->
+          <<pre::binary-size(pos), post::binary>> = binary
+          <<pre::binary, :rand.uniform(256) - 1, post::binary>>
+
+        3 when size > 0 ->
+          <<pre::binary-size(pos), _, post::binary>> = binary
+          pre <> post
+
+        _ ->
+          binary_part(binary, 0, pos)
+      end
+
+    mutate_bytes(mutated, n - 1)
+  end
+
+  # Term-level, JSON-representable: replace, delete or add at a random path.
+  defp mutate_json(term, 0), do: term
+  defp mutate_json(term, n), do: term |> mutate_at(&random_json/0) |> mutate_json(n - 1)
+
+  # Term-level, anything: also non-JSON terms (atoms, tuples, atom keys,
+  # invalid UTF-8, deep nesting, pids, functions).
+  defp mutate_term(term, 0), do: term
+  defp mutate_term(term, n), do: term |> mutate_at(&random_term/0) |> mutate_term(n - 1)
+
+  defp mutate_at(map, gen) when is_map(map) and map_size(map) > 0 do
+    key = map |> Map.keys() |> Enum.random()
+
+    case :rand.uniform(6) do
+      1 -> Map.delete(map, key)
+      2 -> Map.put(map, random_key(), gen.())
+      3 -> Map.put(map, key, gen.())
+      _ -> Map.put(map, key, mutate_at(Map.fetch!(map, key), gen))
+    end
+  end
+
+  # An improper list (generated by random_term/0) is replaced as a whole.
+  defp mutate_at([_ | tail], gen) when not is_list(tail), do: gen.()
+
+  defp mutate_at([_ | _] = list, gen) do
+    i = :rand.uniform(length(list)) - 1
+
+    case :rand.uniform(4) do
+      1 -> List.delete_at(list, i)
+      2 -> List.insert_at(list, i, gen.())
+      _ -> List.update_at(list, i, &mutate_at(&1, gen))
+    end
+  end
+
+  defp mutate_at(_scalar, gen), do: gen.()
+
+  defp random_key do
+    case :rand.uniform(4) do
+      1 -> "k#{:rand.uniform(100)}"
+      _ -> Enum.random(@keys)
+    end
+  end
+
+  defp random_json do
+    case :rand.uniform(14) do
+      1 ->
+        nil
+
+      2 ->
+        true
+
+      3 ->
+        false
+
+      4 ->
+        :rand.uniform(1_000_000) - 500_000
+
+      5 ->
+        :rand.uniform() * 1.0e10
+
+      6 ->
+        0
+
+      7 ->
+        ""
+
+      8 ->
+        String.duplicate("é", :rand.uniform(300))
+
+      9 ->
+        Enum.random(["1.0", "request", "response", "notification", "thread/closed", "turn/start"])
+
+      10 ->
+        "2026-02-30T10:00:00Z"
+
+      11 ->
+        []
+
+      12 ->
+        %{}
+
+      13 ->
+        %{Enum.random(@keys) => "x", "task_ref" => "t"}
+
+      14 ->
+        nest(:rand.uniform(40))
+    end
+  end
+
+  defp random_term do
+    case :rand.uniform(10) do
+      1 -> :an_atom
+      2 -> {:a, "tuple"}
+      3 -> %{atom_key: "v"}
+      4 -> <<0xFF, 0xC3>>
+      5 -> %{<<0xFF>> => 1}
+      6 -> self()
+      7 -> fn -> :ok end
+      8 -> [1 | 2]
+      9 -> nest(:rand.uniform(60))
+      10 -> random_json()
+    end
+  end
+
+  defp nest(n) do
+    Enum.reduce(1..n, %{}, fn _, acc -> if rem(n, 2) == 0, do: [acc], else: %{"a" => acc} end)
+  end
+end
