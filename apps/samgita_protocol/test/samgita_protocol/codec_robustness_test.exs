@@ -36,7 +36,7 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
           check(acc, :decode, input, fn -> Codec.decode(input) end)
       end
 
-    assert failures == []
+    assert_no_failures(failures)
   end
 
   test "mutated fixtures never crash decode", %{fixtures: fixtures, maps: maps} do
@@ -53,7 +53,7 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
           check(acc, :decode, input, fn -> Codec.decode(input) end)
       end
 
-    assert failures == []
+    assert_no_failures(failures)
   end
 
   test "mutated maps never crash encode", %{maps: maps} do
@@ -64,7 +64,7 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
           check(acc, :encode, input, fn -> Codec.encode(input) end)
       end
 
-    assert failures == []
+    assert_no_failures(failures)
   end
 
   test "every accepted fixture still decodes after whitespace changes", %{fixtures: fixtures} do
@@ -74,6 +74,26 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
   end
 
   # -- harness ---------------------------------------------------------------
+
+  # Fails with the failures grouped by kind and message (count and one
+  # sample input each), so a regression is readable.
+  defp assert_no_failures([]), do: :ok
+
+  defp assert_no_failures(failures) do
+    summary =
+      failures
+      |> Enum.group_by(fn {op, kind, reason, _} -> {op, kind, first_line(reason)} end)
+      |> Enum.map_join("\n", fn {{op, kind, reason}, list} ->
+        {_, _, _, sample} = List.last(list)
+
+        "  #{length(list)} x #{op} #{kind}: #{reason}\n    sample: #{inspect(sample, limit: 12, printable_limit: 120)}"
+      end)
+
+    flunk("#{length(failures)} inputs made the codec raise or return a bad value:\n#{summary}")
+  end
+
+  defp first_line(reason) when is_binary(reason), do: reason |> String.split("\n") |> hd()
+  defp first_line(reason), do: inspect(reason, limit: 5)
 
   defp check(acc, op, input, fun) do
     case safely(fun) do
