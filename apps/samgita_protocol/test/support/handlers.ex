@@ -34,3 +34,42 @@ defmodule SamgitaProtocol.Test.StreamHost do
     end
   end
 end
+
+defmodule SamgitaProtocol.Test.DurableInbox do
+  @moduledoc false
+  # Claims durability; the server only lets it through with durable: true.
+  # Notifications fail when they say "fail", to test processed positions.
+  @behaviour SamgitaProtocol.Handler
+  alias SamgitaProtocol.Error
+  @impl true
+  def methods, do: SamgitaProtocol.Schema.request_methods("project_events.v1")
+  @impl true
+  def handle_request("project/event.receive", %{"event" => e}, _ctx, n) do
+    {:ok,
+     %{
+       "event_id" => e["event_id"],
+       "delivery_attempt_id" => e["delivery_attempt_id"],
+       "acceptance" => "durable",
+       "processing_status" => "pending"
+     }, n + 1}
+  end
+
+  def handle_request(_m, _p, _ctx, n), do: {:error, Error.new(:not_found, "nothing here"), n}
+  @impl true
+  def handle_notification(_method, %{"params" => %{"delta" => "fail"}}, n),
+    do: {:error, Error.new(:internal_error, "refused"), n}
+
+  def handle_notification(_method, _n, n), do: {:ok, n + 100}
+end
+
+defmodule SamgitaProtocol.Test.StreamingInbox do
+  @moduledoc false
+  @behaviour SamgitaProtocol.Handler
+  alias SamgitaProtocol.Test.DurableInbox
+  @impl true
+  def methods, do: DurableInbox.methods() ++ ["stream/resume"]
+  @impl true
+  def handle_request(m, p, c, s), do: DurableInbox.handle_request(m, p, c, s)
+  @impl true
+  def handle_notification(m, n, s), do: DurableInbox.handle_notification(m, n, s)
+end

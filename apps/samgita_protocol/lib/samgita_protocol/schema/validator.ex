@@ -194,9 +194,12 @@ defmodule SamgitaProtocol.Schema.Validator do
     end
   end
 
-  # Envelope placeholders: checked against the method's own definition.
-  defp check(_value, placeholder, _path, _depth, _opts) when placeholder in [:params, :result],
-    do: :ok
+  # Envelope placeholders: params are checked against the method's own
+  # definition; a result only with its pending request (Contract), but a
+  # caller-built result must still be plain JSON.
+  defp check(_value, :params, _path, _depth, _opts), do: :ok
+  defp check(_value, :result, _path, _depth, %{trusted: true}), do: :ok
+  defp check(value, :result, path, depth, opts), do: check_json(value, path, depth, opts)
 
   defp check(value, :text, path, _depth, opts), do: check_string(value, path, opts)
 
@@ -238,7 +241,7 @@ defmodule SamgitaProtocol.Schema.Validator do
 
   defp check(value, {:list, type, min, max}, path, depth, opts) when is_list(value) do
     check_depth(depth, path, opts)
-    count = length(value)
+    count = proper_length(value, path)
 
     unless count >= min and count <= max do
       invalid(:invalid_field, "expected #{min} to #{max} items", path, %{"items" => count})
@@ -363,6 +366,7 @@ defmodule SamgitaProtocol.Schema.Validator do
 
   defp check_json(value, path, depth, opts) when is_list(value) do
     check_depth(depth, path, opts)
+    proper_length(value, path)
 
     value
     |> Enum.with_index()
@@ -381,6 +385,12 @@ defmodule SamgitaProtocol.Schema.Validator do
 
   defp check_json(_value, path, _depth, _opts),
     do: invalid(:invalid_field, "value is not representable as JSON", path)
+
+  # Caller-built terms may hold improper lists ([1 | 2]), which are not JSON.
+  defp proper_length(list, path), do: proper_length(list, path, 0)
+  defp proper_length([], _path, n), do: n
+  defp proper_length([_ | rest], path, n), do: proper_length(rest, path, n + 1)
+  defp proper_length(_tail, path, _n), do: invalid(:invalid_field, "expected a proper list", path)
 
   # YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z, and a real calendar date/time.
   defp timestamp?(

@@ -1,0 +1,119 @@
+defmodule SamgitaProtocol.ServerTest do
+  use ExUnit.Case, async: true
+
+  alias SamgitaProtocol.{Client, Error, Server}
+  alias SamgitaProtocol.Test.{DurableInbox, Pair}
+
+  @event %{
+    "event_id" => "e1",
+    "delivery_attempt_id" => "a1",
+    "created_at" => "2026-01-01T00:00:00Z",
+    "correlation_id" => "corr-1",
+    "event_type" => "t",
+    "payload" => %{}
+  }
+
+  defp connect(handler, state, opts) do
+    {:ok, c} = Client.new()
+    {:ok, s} = Server.new(handler, state, opts)
+    {:ok, init, c} = Client.request(c, "connection/initialize", %{})
+    {:ok, [resp], s} = Pair.deliver(s, init)
+    {:ok, [{:response, _, _}], c} = Client.receive(c, Pair.wire(resp))
+    {c, s}
+  end
+
+  test "only a durable host may answer acceptance: durable" do
+    for {durable, expected} <- [{false, "internal_error"}, {true, nil}] do
+      {c, s} = connect(DurableInbox, 0, capabilities: ["project_events.v1"], durable: durable)
+
+      {:ok, req, _} =
+        Client.request(c, "project/event.receive", %{"event" => @event}, command_id: "k")
+
+      {:ok, [resp], s} = Pair.deliver(s, req)
+      assert get_in(resp, ["error", "code"]) == expected
+      # The handler ran either way: its effect is not undone.
+      assert Server.host_state(s) == 1
+    end
+  end
+
+  test "a second initialize and a reused id with different content are refused" do
+    {c, s} = connect(DurableInbox, 0, capabilities: ["project_events.v1"])
+    {:ok, req, _} = Client.request(c, "project/event.status", %{"event_id" => "e"})
+    {:ok, [_], s} = Pair.deliver(s, req)
+    {:ok, [resp], s} = Pair.deliver(s, put_in(req, ["params", "event_id"], "other"))
+    assert resp["error"]["code"] == "conflict"
+
+    init = %{
+      req
+      | "method" => "connection/initialize",
+        "id" => "i2",
+        "params" => %{"versions" => ["1.0"], "capabilities" => []}
+    }
+
+    {:ok, [resp], _} = Pair.deliver(s, init)
+    assert resp["error"]["code"] == "already_initialized"
+  end
+
+  test "no common version fails initialization" do
+    {:ok, s} = Server.new(DurableInbox, 0, capabilities: ["project_events.v1"])
+
+    init = %{
+      "schema_version" => "1.0",
+      "type" => "request",
+      "id" => "i",
+      "correlation_id" => "i",
+      "method" => "connection/initialize",
+      "params" => %{"versions" => ["9.9"], "capabilities" => []}
+    }
+
+    {:ok, [resp], s} = Pair.deliver(s, init)
+    assert resp["error"]["code"] == "no_common_version"
+    assert Server.state(s) == :new
+  end
+
+  test "server-initiated requests need handle_response/3 and end on disconnect" do
+    {_c, s} = connect(DurableInbox, 0, capabilities: ["project_events.v1"])
+
+    assert {:error, %Error{code: :no_response_callback}, _} =
+             Server.request(s, "project/event.status", %{"event_id" => "e"})
+
+    {_c, s} =
+      connect(SamgitaProtocol.FakeHost, SamgitaProtocol.FakeHost.new(),
+        capabilities: SamgitaProtocol.Schema.groups()
+      )
+
+    {:ok, _req, s} = Server.request(s, "thread/start", %{}, command_id: "k")
+    {:ok, s} = Server.disconnect(s)
+    assert [{_, {:error, %Error{code: :ambiguous_disconnect}}}] = Server.host_state(s).responses
+    assert {:error, %Error{code: :disconnected}, [], _} = Server.receive(s, "{}")
+  end
+
+  test "a failed notification callback does not advance the processed position" do
+    {c, s} =
+      connect(SamgitaProtocol.Test.StreamingInbox, 0,
+        capabilities: ["project_events.v1", "streaming.v1"]
+      )
+
+    params = %{"thread_id" => "t", "turn_id" => "u", "item_id" => "i", "delta" => "fail"}
+    {:ok, n, _} = Client.notify(c, "item/delta", params, stream_id: "up", cursor: 1)
+    assert {:error, %Error{code: :internal_error}, [], s} = Pair.deliver(s, n)
+    assert Server.positions(s) == %{}
+
+    {:ok, n, _} =
+      Client.notify(c, "item/delta", %{params | "delta" => "ok"}, stream_id: "up", cursor: 1)
+
+    {:ok, [], s} = Pair.deliver(s, n)
+    assert Server.positions(s) == %{"up" => 1}
+    assert Server.host_state(s) == 100
+  end
+
+  test "invalid input with a recoverable request identity is answered, never handled" do
+    {_c, s} = connect(DurableInbox, 0, capabilities: ["project_events.v1"])
+
+    raw =
+      ~s({"schema_version":"1.0","type":"request","id":"r1","correlation_id":"r1","method":"project/event.receive","params":{"event":{}}})
+
+    assert {:error, %Error{code: :missing_command_id}, [resp], ^s} = Server.receive(s, raw)
+    assert resp["error"]["code"] == "missing_command_id"
+  end
+end
