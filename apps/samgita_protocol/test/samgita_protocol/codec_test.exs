@@ -195,6 +195,36 @@ defmodule SamgitaProtocol.CodecTest do
                Codec.encode(with_payload(message, nest.(500)))
     end
 
+    # Codec.encode/2 must never raise. A response's result is part of the
+    # message it encodes, so its terms must be JSON too; improper lists are
+    # not JSON anywhere.
+    test "refuses non-JSON terms in a response result and improper lists" do
+      response = JSON.decode!(accepted!("thread.start.response.json"))
+      init = JSON.decode!(accepted!("connection.initialize.request.json"))
+      deep = Enum.reduce(1..40, %{}, fn _, acc -> %{"a" => acc} end)
+
+      inputs = [
+        put_in(response, ["result", "thread", "thread_id"], {1, 2}),
+        put_in(response, ["result", "thread", "thread_id"], self()),
+        put_in(response, ["result", "thread", "thread_id"], <<0xFF>>),
+        put_in(response, ["result", "thread", "thread_id"], [1 | 2]),
+        put_in(response, ["result", "thread", "thread_id"], %{atom: 1}),
+        put_in(response, ["result", "extra"], deep),
+        put_in(init, ["params", "capabilities"], ["a" | "b"])
+      ]
+
+      for input <- inputs do
+        outcome =
+          try do
+            Codec.encode(input)
+          rescue
+            e -> {:raised, Exception.message(e) |> String.split("\n") |> hd()}
+          end
+
+        assert {:error, %Error{}} = outcome, "encode(#{inspect(input, limit: 8)})"
+      end
+    end
+
     test "refuses messages over the size bound", %{receive: message} do
       assert {:error, %Error{code: :message_too_large}} =
                Codec.encode(message, max_message_bytes: 100)
