@@ -304,6 +304,11 @@ defmodule SamgitaProtocol.Schema.Validator do
   defp check_fields(map, required, optional, path, depth, opts) do
     check_depth(depth, path, opts)
 
+    # Caller-built maps: report atom keys as such, not as missing fields.
+    unless opts.trusted or Enum.all?(Map.keys(map), &is_binary/1) do
+      invalid(:invalid_key, "object keys must be strings", path)
+    end
+
     present =
       Enum.reduce(required, 0, fn {key, type}, n ->
         case Map.fetch(map, key) do
