@@ -170,10 +170,22 @@ defmodule SamgitaProtocol.Server do
 
   # If the invalid input still names a request identity, answer it with the
   # error so the peer's request does not wait for a timeout.
+  # Only schema-level failures are recoverable: input that is too large, not
+  # UTF-8, not JSON or too deep is never decoded again.
+  @unrecoverable [
+    :message_too_large,
+    :invalid_utf8,
+    :invalid_json,
+    :depth_exceeded,
+    :duplicate_key
+  ]
+
+  defp recover(_message, %Error{code: code}) when code in @unrecoverable, do: []
+
   defp recover(message, error) do
     term =
       case message do
-        bin when is_binary(bin) and byte_size(bin) <= 1_048_576 ->
+        bin when is_binary(bin) ->
           case JSON.decode(bin) do
             {:ok, map} -> map
             _ -> nil
