@@ -101,7 +101,7 @@ defmodule SamgitaProtocol.Schema.Document do
       required: Enum.map(required, &elem(&1, 0)),
       additionalProperties: false,
       dependentRequired: obj([{"task_ref", ["project_ref"]}]),
-      oneOf: [obj(required: ["result"]), obj(required: ["error"])]
+      oneOf: [exactly("result"), exactly("error")]
     )
   end
 
@@ -157,6 +157,9 @@ defmodule SamgitaProtocol.Schema.Document do
       do: obj(fields ++ [dependentRequired: obj([{"task_ref", ["project_ref"]}])]),
       else: obj(fields)
   end
+
+  # Ajv's strictRequired wants each required key declared beside it.
+  defp exactly(key), do: obj(type: "object", properties: obj([{key, true}]), required: [key])
 
   defp ref(name), do: obj([{"$ref", "#/$defs/#{name}"}])
 
