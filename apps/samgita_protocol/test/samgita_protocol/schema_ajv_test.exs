@@ -37,6 +37,7 @@ defmodule SamgitaProtocol.Schema.AjvTest do
 
     assert status == 0, "ajv_check.mjs failed (exit #{status}):\n#{output}"
     assert {:ok, %{"ok" => true} = summary} = JSON.decode(output), output
-    assert summary["accepted"] > 0 and summary["rejected"] > 0
+    assert summary["strict"] == true
+    assert summary["accepted"] > 0 and summary["results"] > 0 and summary["rejected"] > 0
   end
 end
