@@ -1,7 +1,7 @@
 # Top-level commands. `make test` is what CI runs (via .ci/run) on a clean clone.
 APPS := apps/samgita_protocol apps/samgita_protocol_websocket apps/samgita_protocol_codex
 
-.PHONY: setup test check demo
+.PHONY: setup test
 
 setup:
 	bash scripts/setup.sh

@@ -302,26 +302,15 @@ defmodule SamgitaProtocol.Client do
   """
   @spec notify(t(), String.t(), map(), keyword()) :: {:ok, map(), t()} | {:error, Error.t(), t()}
   def notify(%__MODULE__{} = client, method, params, opts \\ []) do
-    spec = Schema.method(method)
-
-    cond do
-      client.state != :ready ->
-        {:error, Error.new(:not_initialized, "notifications need an initialized connection"),
-         client}
-
-      spec == nil or spec.kind != :notification ->
-        {:error, Error.new(:unknown_method, "unknown notification method", %{"method" => method}),
-         client}
-
-      not MapSet.member?(client.negotiated, spec.group) ->
-        {:error, Error.new(:unsupported, "the method's capability group was not negotiated"),
-         client}
-
-      true ->
-        case Codec.validate(Message.notification(method, params, opts)) do
-          {:ok, message} -> {:ok, message, client}
-          {:error, error} -> {:error, error, client}
-        end
+    case Message.build_notification(
+           client.state == :ready,
+           client.negotiated,
+           method,
+           params,
+           opts
+         ) do
+      {:ok, message} -> {:ok, message, client}
+      {:error, error} -> {:error, error, client}
     end
   end
 

@@ -40,6 +40,27 @@ defmodule SamgitaProtocol.Message do
   end
 
   @doc false
+  # A validated notification for an initialized connection whose negotiated
+  # groups include the method's group (shared by Client and Server).
+  def build_notification(ready?, negotiated, method, params, opts) do
+    spec = Schema.method(method)
+
+    cond do
+      not ready? ->
+        {:error, Error.new(:not_initialized, "notifications need an initialized connection")}
+
+      spec == nil or spec.kind != :notification ->
+        {:error, Error.new(:unknown_method, "unknown notification method", %{"method" => method})}
+
+      not MapSet.member?(negotiated, spec.group) ->
+        {:error, Error.new(:unsupported, "the method's capability group was not negotiated")}
+
+      true ->
+        SamgitaProtocol.Codec.validate(notification(method, params, opts))
+    end
+  end
+
+  @doc false
   # A response echoes the request's identity and context exactly.
   def response(request, result) do
     request |> echo() |> Map.put("result", result)

@@ -511,25 +511,15 @@ defmodule SamgitaProtocol.Server do
   @doc "Builds a notification to send (see `SamgitaProtocol.Client.notify/4` for options)."
   @spec notify(t(), String.t(), map(), keyword()) :: {:ok, map(), t()} | {:error, Error.t(), t()}
   def notify(%__MODULE__{} = server, method, params, opts \\ []) do
-    spec = Schema.method(method)
-
-    cond do
-      server.state != :ready ->
-        {:error, Error.new(:not_initialized, "the connection is not initialized"), server}
-
-      spec == nil or spec.kind != :notification ->
-        {:error, Error.new(:unknown_method, "unknown notification method", %{"method" => method}),
-         server}
-
-      not MapSet.member?(server.negotiated, spec.group) ->
-        {:error, Error.new(:unsupported, "the method's capability group was not negotiated"),
-         server}
-
-      true ->
-        case Codec.validate(Message.notification(method, params, opts)) do
-          {:ok, message} -> {:ok, message, server}
-          {:error, error} -> {:error, error, server}
-        end
+    case Message.build_notification(
+           server.state == :ready,
+           server.negotiated,
+           method,
+           params,
+           opts
+         ) do
+      {:ok, message} -> {:ok, message, server}
+      {:error, error} -> {:error, error, server}
     end
   end
 
