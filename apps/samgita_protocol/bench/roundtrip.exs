@@ -1,0 +1,152 @@
+# Round-trip and notification costs against bare JSON.
+#
+#     cd apps/samgita_protocol && mix run bench/roundtrip.exs
+#
+# Plain :timer.tc over N iterations after a warm-up; each figure is the median
+# of 5 runs. Stdlib only.
+
+alias SamgitaProtocol.{Client, Codec, FakeHost, Schema, Server}
+
+defmodule Bench.CancelHandler do
+  @moduledoc false
+  @behaviour SamgitaProtocol.Handler
+
+  @impl true
+  def methods, do: ["request/cancel"]
+
+  @impl true
+  def handle_request("request/cancel", %{"request_id" => id}, _ctx, n),
+    do: {:ok, %{"request_id" => id, "cancel_status" => "already_finished"}, n + 1}
+end
+
+defmodule Bench do
+  @moduledoc false
+  @runs 5
+
+  # Runs `fun.(acc)` n times per run (threading the accumulator), after a
+  # warm-up, and returns {median µs/op, acc}.
+  def measure(n, acc, fun) do
+    acc = loop(max(div(n, 5), 100), acc, fun)
+
+    {times, acc} =
+      Enum.map_reduce(1..@runs, acc, fn _, acc ->
+        {us, acc} = :timer.tc(fn -> loop(n, acc, fun) end)
+        {us / n, acc}
+      end)
+
+    {median(times), acc}
+  end
+
+  defp loop(0, acc, _fun), do: acc
+  defp loop(n, acc, fun), do: loop(n - 1, fun.(acc), fun)
+
+  def median(xs) do
+    sorted = Enum.sort(xs)
+    Enum.at(sorted, div(length(sorted), 2))
+  end
+
+  def wire(message) do
+    {:ok, binary} = Codec.encode(message)
+    binary
+  end
+
+  def init(client, server) do
+    {:ok, init, client} = Client.request(client, "connection/initialize", %{})
+    {:ok, [response], server} = Server.receive(server, wire(init))
+    {:ok, [{:response, _, _}], client} = Client.receive(client, wire(response))
+    {client, server}
+  end
+
+  def report(label, us, base) do
+    IO.puts(
+      String.pad_trailing(label, 44) <>
+        String.pad_leading(:erlang.float_to_binary(us, decimals: 2), 9) <>
+        " µs/op   baseline " <>
+        String.pad_leading(:erlang.float_to_binary(base, decimals: 2), 7) <>
+        " µs/op   " <> :erlang.float_to_binary(us / base, decimals: 1) <> "x baseline"
+    )
+  end
+end
+
+IO.puts(
+  "samgita_protocol round trip (OTP #{System.otp_release()}, Elixir #{System.version()}, " <>
+    "#{System.schedulers_online()} schedulers; median of 5 runs)\n"
+)
+
+# (a) full validated round trip -------------------------------------------------
+
+n = 20_000
+{:ok, client} = Client.new(capabilities: ["cancellation.v1"])
+
+{:ok, server} =
+  Server.new(Bench.CancelHandler, 0, capabilities: ["cancellation.v1"], host_id: "bench-host")
+
+{client, server} = Bench.init(client, server)
+params = %{"request_id" => "r-1", "reason" => "bench"}
+
+{rt_us, {client, server}} =
+  Bench.measure(n, {client, server}, fn {c, s} ->
+    {:ok, request, c} = Client.request(c, "request/cancel", params)
+    {:ok, bin} = Codec.encode(request)
+    {:ok, [response], s} = Server.receive(s, bin)
+    {:ok, bin} = Codec.encode(response)
+    {:ok, [{:response, _, _}], c} = Client.receive(c, bin)
+    {c, s}
+  end)
+
+0 = map_size(Client.pending(client))
+
+# The same bytes, bare JSON.
+{:ok, request, _client} = Client.request(client, "request/cancel", params)
+request_bin = Bench.wire(request)
+{:ok, [response], _server} = Server.receive(server, request_bin)
+response_bin = Bench.wire(response)
+
+{rt_base, _} =
+  Bench.measure(n, nil, fn _ ->
+    req = JSON.decode!(request_bin)
+    _ = JSON.encode!(req)
+    resp = JSON.decode!(response_bin)
+    JSON.encode!(resp)
+  end)
+
+Bench.report("(a) request/cancel full round trip", rt_us, rt_base)
+
+IO.puts(
+  "    request #{byte_size(request_bin)} B, response #{byte_size(response_bin)} B; " <>
+    "baseline: JSON.decode! + JSON.encode! of both"
+)
+
+# (b) unsequenced notifications -------------------------------------------------
+
+n = 50_000
+{:ok, client} = Client.new()
+
+{:ok, server} =
+  Server.new(FakeHost, FakeHost.new(), capabilities: Schema.groups(), host_id: "bench-host")
+
+{client, _server} = Bench.init(client, server)
+
+delta =
+  Bench.wire(%{
+    "schema_version" => "1.0",
+    "type" => "notification",
+    "method" => "item/delta",
+    "params" => %{
+      "thread_id" => "thread-1",
+      "turn_id" => "turn-1",
+      "item_id" => "item-1",
+      "delta" => "The quick brown fox jumps over the lazy dog. "
+    }
+  })
+
+{n_us, _} =
+  Bench.measure(n, client, fn c ->
+    {:ok, [{:notification, _}], c} = Client.receive(c, delta)
+    c
+  end)
+
+{n_base, _} = Bench.measure(n, nil, fn _ -> JSON.decode!(delta) end)
+
+Bench.report("(b) Client.receive/2 item/delta (unsequenced)", n_us, n_base)
+IO.puts("    notification #{byte_size(delta)} B; baseline: JSON.decode!")
