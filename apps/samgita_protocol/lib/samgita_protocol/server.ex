@@ -317,7 +317,16 @@ defmodule SamgitaProtocol.Server do
         end
 
       {:error, %Error{} = error, host_state} ->
-        {:reply, Message.error_response(request, error), %{server | host_state: host_state}}
+        response = Message.error_response(request, error)
+
+        # A handler's error must still be a sendable message.
+        response =
+          case Codec.encode(response, max_message_bytes: server.limits.max_message_bytes) do
+            {:ok, _} -> response
+            {:error, _} -> internal(request)
+          end
+
+        {:reply, response, %{server | host_state: host_state}}
 
       _ ->
         # Raised, threw, exited or returned garbage: the previous host state
