@@ -195,12 +195,8 @@ defmodule SamgitaProtocol.Client do
     with {:ok, spec} <- sendable(client, method),
          params = fill_initialize(client, method, params),
          :ok <- check_offer(method, params),
-         {id, outbox} <- take_id(client.outbox, opts),
-         :ok <- Outbox.check(outbox, id, spec),
-         message = Message.request(id, method, params, opts),
-         {:ok, message} <- Codec.validate(message) do
-      now = Keyword.get_lazy(opts, :now, fn -> System.monotonic_time(:millisecond) end)
-      client = %{client | outbox: Outbox.put(outbox, message, spec, now)}
+         {:ok, message, outbox} <- Outbox.hand_out(client.outbox, spec, params, opts) do
+      client = %{client | outbox: outbox}
 
       client =
         if method == "connection/initialize",
@@ -284,13 +280,6 @@ defmodule SamgitaProtocol.Client do
   end
 
   defp check_offer(_method, _params), do: :ok
-
-  defp take_id(outbox, opts) do
-    case Keyword.fetch(opts, :id) do
-      {:ok, id} -> {id, outbox}
-      :error -> Outbox.next_id(outbox)
-    end
-  end
 
   @doc """
   Sends a notification (ephemeral unless `:stream_id` and `:cursor` are given).

@@ -70,6 +70,28 @@ defmodule SamgitaProtocol.Outbox do
   end
 
   @doc false
+  # Builds, validates and records one outgoing request (shared by Client and
+  # Server): the `:id` option or a generated one, bounds and identity reuse
+  # checked before anything is recorded, the deadline from `:now`
+  # (monotonic ms) plus the request timeout. On error the outbox is unchanged.
+  @spec hand_out(t(), Schema.method_spec(), map(), keyword()) ::
+          {:ok, map(), t()} | {:error, Error.t()}
+  def hand_out(outbox, spec, params, opts) do
+    {id, next} =
+      case Keyword.fetch(opts, :id) do
+        {:ok, id} -> {id, outbox}
+        :error -> next_id(outbox)
+      end
+
+    with :ok <- check(next, id, spec),
+         {:ok, message} <-
+           SamgitaProtocol.Codec.validate(Message.request(id, spec.method, params, opts)) do
+      now = Keyword.get_lazy(opts, :now, fn -> System.monotonic_time(:millisecond) end)
+      {:ok, message, put(next, message, spec, now)}
+    end
+  end
+
+  @doc false
   # Checks bounds and identity reuse before anything is recorded.
   @spec check(t(), String.t(), Schema.method_spec()) :: :ok | {:error, Error.t()}
   def check(outbox, id, spec) do

@@ -499,19 +499,8 @@ defmodule SamgitaProtocol.Server do
          server}
 
       true ->
-        {id, outbox} =
-          case Keyword.fetch(opts, :id) do
-            {:ok, id} -> {id, server.outbox}
-            :error -> Outbox.next_id(server.outbox)
-          end
-
-        message = Message.request(id, method, params, opts)
-
-        with :ok <- Outbox.check(outbox, id, spec),
-             {:ok, message} <- Codec.validate(message) do
-          now = Keyword.get_lazy(opts, :now, fn -> System.monotonic_time(:millisecond) end)
-          {:ok, message, %{server | outbox: Outbox.put(outbox, message, spec, now)}}
-        else
+        case Outbox.hand_out(server.outbox, spec, params, opts) do
+          {:ok, message, outbox} -> {:ok, message, %{server | outbox: outbox}}
           {:error, error} -> {:error, error, server}
         end
     end
