@@ -325,13 +325,13 @@ defmodule SamgitaProtocol.Client do
 
   def receive(%__MODULE__{} = client, message, opts) do
     with :ok <- connected(client),
-         {:ok, message} <- decode(client, message) do
-      now = Keyword.get_lazy(opts, :now, &DateTime.utc_now/0)
+         {:ok, decoded} <- decode(client, message) do
+      bytes = if is_binary(message), do: byte_size(message)
 
-      case message["type"] do
-        "response" -> receive_response(client, message, now)
-        "request" -> receive_request(client, message)
-        "notification" -> receive_notification(client, message)
+      case decoded["type"] do
+        "response" -> receive_response(client, decoded, bytes, Keyword.get(opts, :now))
+        "request" -> receive_request(client, decoded)
+        "notification" -> receive_notification(client, decoded, bytes)
       end
     else
       {:error, error} -> {:error, error, client}
@@ -353,8 +353,8 @@ defmodule SamgitaProtocol.Client do
     end
   end
 
-  defp receive_response(client, response, now) do
-    case Outbox.receive_response(client.outbox, response, now) do
+  defp receive_response(client, response, bytes, now) do
+    case Outbox.receive_response(client.outbox, response, bytes, now) do
       {:ok, :duplicate, outbox} ->
         {:ok, [], %{client | outbox: outbox}}
 
@@ -461,7 +461,7 @@ defmodule SamgitaProtocol.Client do
     end
   end
 
-  defp receive_notification(client, notification) do
+  defp receive_notification(client, notification, bytes) do
     spec = Schema.method(notification["method"])
 
     cond do
@@ -474,7 +474,7 @@ defmodule SamgitaProtocol.Client do
          client}
 
       is_map_key(notification, "stream_id") ->
-        case Streams.ingest(client.streams, notification) do
+        case Streams.ingest(client.streams, notification, bytes) do
           {:ok, _, streams} -> {:ok, [], %{client | streams: streams}}
           {:error, error} -> {:error, error, client}
         end
@@ -516,7 +516,7 @@ defmodule SamgitaProtocol.Client do
 
       true ->
         spec = Schema.method(request["method"])
-        now = Keyword.get_lazy(opts, :now, &DateTime.utc_now/0)
+        now = Keyword.get(opts, :now)
 
         case Contract.check_result(spec, request, result, now, %{trusted: false, max_depth: 32}) do
           :ok -> {:ok, Message.response(request, result), drop_incoming(client, id)}

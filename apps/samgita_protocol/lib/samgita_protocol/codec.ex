@@ -5,7 +5,8 @@ defmodule SamgitaProtocol.Codec do
   `decode/2` checks, in this order, each with its own error code:
 
     1. the input is at most `:max_message_bytes` UTF-8 bytes (`:message_too_large`)
-    2. it is valid UTF-8 (`:invalid_utf8`)
+    2. it is valid UTF-8 (`:invalid_utf8`; OTP's decoder checks this while
+       decoding, and only a failed decode is scanned again to pick the code)
     3. it is one JSON value with nothing after it (`:invalid_json`), nested at
        most `:max_depth` deep (`:depth_exceeded`, checked while decoding, so no
        deeper term is ever built), with no key repeated in an object
@@ -74,19 +75,31 @@ defmodule SamgitaProtocol.Codec do
            "max" => max_bytes
          })}
 
-      not String.valid?(binary) ->
-        {:error, Error.peer(:invalid_utf8, "message is not valid UTF-8")}
-
       true ->
-        with {:ok, term} <- decode_json(binary, max_depth),
-             {:ok, _kind, _spec} <-
-               Validator.message(term, %{trusted: true, max_depth: max_depth}) do
-          {:ok, term}
+        case decode_json(binary, max_depth) do
+          {:ok, term} ->
+            case Validator.message(term, %{trusted: true, max_depth: max_depth}) do
+              {:ok, _kind, _spec} -> {:ok, term}
+              {:error, error} -> {:error, error}
+            end
+
+          {:error, error} ->
+            {:error, classify_json_error(binary, error)}
         end
     end
   end
 
   def decode(_other, _opts), do: {:error, Error.new(:invalid_message, "expected a binary")}
+
+  # OTP's decoder validates UTF-8 inside strings and accepts only ASCII
+  # outside them, so a successful decode implies valid UTF-8 and the input
+  # is scanned once. Only a failed decode is checked again, to report
+  # invalid UTF-8 under its own code rather than as a JSON syntax error.
+  defp classify_json_error(binary, error) do
+    if String.valid?(binary),
+      do: error,
+      else: Error.peer(:invalid_utf8, "message is not valid UTF-8")
+  end
 
   @doc """
   Validates a message term that did not come from `decode/2` (for example one

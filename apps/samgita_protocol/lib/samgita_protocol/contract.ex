@@ -9,8 +9,9 @@ defmodule SamgitaProtocol.Contract do
 
   @doc false
   # Validates `result` for `request` (shape, then context). `now` is the
-  # caller's wall clock for approval deadlines.
-  @spec check_result(map(), map(), map(), DateTime.t()) :: :ok | {:error, Error.t()}
+  # caller's wall clock for approval deadlines; nil reads the clock only when
+  # a deadline is actually checked.
+  @spec check_result(map(), map(), map(), DateTime.t() | nil) :: :ok | {:error, Error.t()}
   def check_result(spec, request, result, now, opts \\ %{trusted: true, max_depth: 32}) do
     with :ok <- Validator.result(spec, result, opts) do
       rule(spec.method, request["params"], result, now)
@@ -140,7 +141,7 @@ defmodule SamgitaProtocol.Contract do
   @doc false
   def expired?(deadline, now) do
     case DateTime.from_iso8601(deadline) do
-      {:ok, deadline, _} -> DateTime.compare(now, deadline) != :lt
+      {:ok, deadline, _} -> DateTime.compare(now || DateTime.utc_now(), deadline) != :lt
       _ -> true
     end
   end

@@ -101,6 +101,28 @@ defmodule SamgitaProtocol.Message do
   # between authenticated peers, it is not a security boundary.
   def fingerprint(term), do: :erlang.md5(:erlang.term_to_binary(term, [:deterministic]))
 
+  # Messages that arrived as at most this many bytes are remembered as the
+  # decoded term itself: it is already in memory (a reference, not a copy)
+  # and comparing it costs less than serializing and hashing it. Larger
+  # messages, and maps handed in without their bytes, are remembered by
+  # fingerprint so a bounded window never holds large terms.
+  @inline_bytes 1024
+
+  @type content_key :: {:term, term()} | {:md5, binary()}
+
+  @doc false
+  # What duplicate/conflict windows remember of a message. `bytes` is the
+  # size of the wire form it was decoded from, or nil.
+  def content_key(term, bytes) when is_integer(bytes) and bytes <= @inline_bytes,
+    do: {:term, term}
+
+  def content_key(term, _bytes), do: {:md5, fingerprint(term)}
+
+  @doc false
+  # Exact content equality (`===`: 1 and 1.0 differ, as they do on the wire).
+  def same_content?({:term, kept}, term), do: kept === term
+  def same_content?({:md5, digest}, term), do: fingerprint(term) == digest
+
   # Errors that leave us must have a defined code; anything else becomes
   # a fixed internal error so no host data leaks onto the wire.
   defp safe(%Error{code: code, message: message, data: data} = error) when is_binary(message) do

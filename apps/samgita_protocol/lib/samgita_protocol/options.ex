@@ -46,7 +46,10 @@ defmodule SamgitaProtocol.Options do
     do: raise(ArgumentError, "expected options to be a keyword list, got: #{inspect(opts)}")
 
   @doc false
-  def limit_spec, do: Enum.map(@limits, fn {k, v} -> {k, {:pos_integer, v}} end)
+  # The bound options of `keys` (all of them by default), so each side
+  # accepts exactly the bounds it enforces.
+  def limit_spec(keys \\ Keyword.keys(@limits)),
+    do: for({k, v} <- @limits, k in keys, do: {k, {:pos_integer, v}})
 
   defp check!(_key, _kind, nil), do: nil
 

@@ -127,24 +127,26 @@ defmodule SamgitaProtocol.Outbox do
   end
 
   @doc false
-  # Matches an incoming (envelope-valid) response.
+  # Matches an incoming (envelope-valid) response. `bytes` is the size of
+  # the wire form it was decoded from (nil for a map handed in); `now` the
+  # wall clock for approval deadlines (nil: read it only when needed).
   #
   # Returns `{:ok, {:result, entry, result}, outbox}`,
   # `{:ok, {:error, entry, error}, outbox}`, `{:ok, :duplicate, outbox}` or
   # `{:error, error, outbox}`. A result that fails its method's schema or
   # context settles the request as an error; for a mutation the command is
   # kept in `uncertain`, because the peer may have performed it.
-  @spec receive_response(t(), map(), DateTime.t()) ::
+  @spec receive_response(t(), map(), non_neg_integer() | nil, DateTime.t() | nil) ::
           {:ok, {:result | :error, entry(), term()} | :duplicate, t()} | {:error, Error.t(), t()}
-  def receive_response(outbox, %{"id" => id} = response, now) do
+  def receive_response(outbox, %{"id" => id} = response, bytes, now) do
     case Map.fetch(outbox.pending, id) do
       {:ok, entry} ->
-        settle(outbox, id, entry, response, now)
+        settle(outbox, id, entry, response, Message.content_key(response, bytes), now)
 
       :error ->
         case Window.fetch(outbox.completed, id) do
-          {:ok, {:done, fingerprint}} ->
-            if Message.fingerprint(response) == fingerprint,
+          {:ok, {:done, key}} ->
+            if Message.same_content?(key, response),
               do: {:ok, :duplicate, outbox},
               else:
                 {:error, conflicting(id, "differs from the response already received"), outbox}
@@ -161,7 +163,7 @@ defmodule SamgitaProtocol.Outbox do
     end
   end
 
-  defp settle(outbox, id, entry, response, now) do
+  defp settle(outbox, id, entry, response, key, now) do
     cond do
       not Message.echoes?(entry.request, response) ->
         {:error,
@@ -170,12 +172,12 @@ defmodule SamgitaProtocol.Outbox do
          }), outbox}
 
       Map.has_key?(response, "error") ->
-        outbox = finish(outbox, id, entry, {:done, Message.fingerprint(response)})
+        outbox = finish(outbox, id, entry, {:done, key})
         {:ok, {:error, entry, Error.from_wire(response["error"])}, outbox}
 
       true ->
         result = response["result"]
-        outbox = finish(outbox, id, entry, {:done, Message.fingerprint(response)})
+        outbox = finish(outbox, id, entry, {:done, key})
 
         case Contract.check_result(entry.spec, entry.request, result, now) do
           :ok ->

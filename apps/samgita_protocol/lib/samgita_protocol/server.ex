@@ -45,9 +45,17 @@ defmodule SamgitaProtocol.Server do
     * `:connection_id` - defaults to a random identity.
     * `:durable` - whether this host's inbox commits events; only then may a
       handler return `acceptance: "durable"`. Defaults to `false`.
-    * `:max_outstanding_requests` (64), `:max_uncertain_commands` (64),
-      `:max_completed` (128), `:max_streams` (64), `:max_message_bytes`
-      (1 MiB), `:request_timeout_ms` (30 s) for server-initiated requests.
+    * `:max_outstanding_requests` (64), `:max_uncertain_commands` (64) and
+      `:request_timeout_ms` (30 s) bound server-initiated requests;
+      `:max_completed` (128) bounds the window of remembered request and
+      response identities; `:max_streams` (64) the sequenced streams received
+      from the peer; `:max_message_bytes` (1 MiB) every message in and out.
+
+  Unknown options and bad values raise `ArgumentError`. The client-only
+  bounds (`:max_incoming_requests`, `:max_buffered_notifications`,
+  `:max_stream_hashes`) are not accepted: the server answers each request
+  before `receive/3` returns and hands each notification to the handler at
+  once, so it has nothing for them to bound.
   """
   @spec new(module(), term(), keyword()) :: {:ok, t()}
   def new(handler, host_state, opts \\ []) when is_atom(handler) do
@@ -61,7 +69,15 @@ defmodule SamgitaProtocol.Server do
           connection_id: {:id, nil},
           durable: {:boolean, false},
           id_generator: {:id_generator, nil}
-        ] ++ Options.limit_spec()
+        ] ++
+          Options.limit_spec([
+            :max_outstanding_requests,
+            :max_uncertain_commands,
+            :max_completed,
+            :max_streams,
+            :max_message_bytes,
+            :request_timeout_ms
+          ])
       )
 
     Code.ensure_loaded(handler)
@@ -125,7 +141,9 @@ defmodule SamgitaProtocol.Server do
 
   ## Options
 
-    * `:now` - wall clock for approval deadlines. Defaults to `DateTime.utc_now()`.
+    * `:now` - wall clock `DateTime` for approval deadlines (the handler's own
+      approval decisions and the peer's). Defaults to `DateTime.utc_now()`,
+      read only when a deadline is checked.
   """
   @spec receive(t(), binary() | map(), keyword()) ::
           {:ok, [map()], t()} | {:error, Error.t(), [map()], t()}
@@ -136,21 +154,22 @@ defmodule SamgitaProtocol.Server do
 
   def receive(%__MODULE__{} = server, message, opts) do
     case decode(server, message) do
-      {:ok, message} ->
-        now = Keyword.get_lazy(opts, :now, &DateTime.utc_now/0)
+      {:ok, decoded} ->
+        bytes = if is_binary(message), do: byte_size(message)
+        now = Keyword.get(opts, :now)
 
-        case message["type"] do
+        case decoded["type"] do
           "request" ->
-            case handle_request(server, message) do
+            case handle_request(server, decoded, bytes, now) do
               {:conflict, response} -> {:ok, [response], server}
               {:reply, response, server} -> {:ok, [response], server}
             end
 
           "response" ->
-            receive_response(server, message, now)
+            receive_response(server, decoded, bytes, now)
 
           "notification" ->
-            receive_notification(server, message)
+            receive_notification(server, decoded)
         end
 
       {:error, error} ->
@@ -210,16 +229,22 @@ defmodule SamgitaProtocol.Server do
 
   # Identity reuse: the same id with different content is a conflict. The
   # same request again is handled again (the host deduplicates by command_id).
-  defp remember(server, %{"id" => id} = request),
-    do: %{server | seen: Window.put(server.seen, id, Message.fingerprint(request))}
+  defp remember(server, %{"id" => id}, key),
+    do: %{server | seen: Window.put(server.seen, id, key)}
 
-  defp handle_request(server, %{"id" => id, "method" => method} = request) do
+  defp reused_with_other_content?(server, %{"id" => id} = request) do
+    case Window.fetch(server.seen, id) do
+      {:ok, key} -> not Message.same_content?(key, request)
+      :error -> false
+    end
+  end
+
+  defp handle_request(server, %{"id" => id, "method" => method} = request, bytes, now) do
     spec = Schema.method(method)
-    fingerprint = Message.fingerprint(request)
 
     refusal =
       cond do
-        match?({:ok, f} when f != fingerprint, Window.fetch(server.seen, id)) ->
+        reused_with_other_content?(server, request) ->
           Error.new(:conflict, "request id reused with different content", %{"id" => id})
 
         method == "connection/initialize" and server.state != :new ->
@@ -244,14 +269,14 @@ defmodule SamgitaProtocol.Server do
       refusal && refusal.code == :conflict ->
         {:conflict, Message.error_response(request, refusal)}
 
-      refusal ->
-        {:reply, Message.error_response(request, refusal), remember(server, request)}
-
-      method == "connection/initialize" ->
-        initialize(remember(server, request), request)
-
       true ->
-        call_handler(remember(server, request), spec, request)
+        server = remember(server, request, Message.content_key(request, bytes))
+
+        cond do
+          refusal -> {:reply, Message.error_response(request, refusal), server}
+          method == "connection/initialize" -> initialize(server, request)
+          true -> call_handler(server, spec, request, now)
+        end
     end
   end
 
@@ -292,7 +317,7 @@ defmodule SamgitaProtocol.Server do
     end
   end
 
-  defp call_handler(server, spec, request) do
+  defp call_handler(server, spec, request, now) do
     context =
       request
       |> Map.take(["id", "correlation_id", "method", "command_id" | Message.context_keys()])
@@ -311,9 +336,9 @@ defmodule SamgitaProtocol.Server do
       {:ok, result, host_state} when is_map(result) ->
         server = %{server | host_state: host_state}
 
-        case check_own_result(server, spec, request, result) do
+        case check_own_result(server, spec, request, result, now) do
           :ok -> {:reply, Message.response(request, result), server}
-          :error -> {:reply, internal(request), server}
+          {:error, error} -> {:reply, Message.error_response(request, error), server}
         end
 
       {:error, %Error{} = error, host_state} ->
@@ -335,34 +360,48 @@ defmodule SamgitaProtocol.Server do
     end
   end
 
-  defp check_own_result(server, spec, request, result) do
+  # The handler's result must be a valid, bound result for this request that
+  # fits in one message; otherwise the peer gets a fixed internal error (the
+  # handler's bug is not the peer's business). One exception: approving
+  # after the deadline (checked against the real clock) is answered with
+  # `approval_expired`, because that is a fact about the request, not a bug.
+  defp check_own_result(server, spec, request, result, now) do
     durable_violation =
       spec.method == "project/event.receive" and not server.durable and
         result["acceptance"] == "durable"
 
     with false <- durable_violation,
          :ok <-
-           Contract.check_result(spec, request, result, ~U[1970-01-01 00:00:00Z], %{
-             trusted: false,
-             max_depth: 32
-           }),
-         {:ok, _} <-
-           Codec.encode_valid(Message.response(request, result), server.limits.max_message_bytes) do
+           Contract.check_result(spec, request, result, now, %{trusted: false, max_depth: 32}),
+         :ok <- fits(Message.response(request, result), server.limits.max_message_bytes) do
       :ok
     else
-      _ -> :error
+      {:error, %Error{code: :approval_expired} = error} -> {:error, %{error | origin: :local}}
+      _ -> {:error, internal_error()}
     end
   end
 
-  defp internal(request),
-    do:
-      Message.error_response(
-        request,
-        Error.new(:internal_error, "the host failed to handle the request")
-      )
+  # JSON is at most 6 bytes per byte of the external term format (the worst
+  # case is a control character escaped as \u00XX), so most results are
+  # known to fit without encoding them; only large ones are encoded to
+  # measure them exactly.
+  defp fits(response, max_bytes) do
+    if 6 * :erlang.external_size(response) <= max_bytes do
+      :ok
+    else
+      case Codec.encode_valid(response, max_bytes) do
+        {:ok, _} -> :ok
+        {:error, _} -> :error
+      end
+    end
+  end
 
-  defp receive_response(server, response, now) do
-    case Outbox.receive_response(server.outbox, response, now) do
+  defp internal(request), do: Message.error_response(request, internal_error())
+
+  defp internal_error, do: Error.new(:internal_error, "the host failed to handle the request")
+
+  defp receive_response(server, response, bytes, now) do
+    case Outbox.receive_response(server.outbox, response, bytes, now) do
       {:ok, :duplicate, outbox} ->
         {:ok, [], %{server | outbox: outbox}}
 

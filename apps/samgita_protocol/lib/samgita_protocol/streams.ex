@@ -8,8 +8,9 @@ defmodule SamgitaProtocol.Streams do
   #
   # `received` advances when a notification is buffered, `delivered` when
   # `drain/2` hands it out, `processed` only when the caller acknowledges it.
-  # Content hashes of every received-but-unprocessed event are retained so a
-  # conflicting replay (same cursor, different content) is detected.
+  # The content (`Message.content_key/2`) of every received-but-unprocessed
+  # event is retained so a conflicting replay (same cursor, different
+  # content) is detected.
 
   alias SamgitaProtocol.{Error, Message, Outbox}
 
@@ -17,7 +18,7 @@ defmodule SamgitaProtocol.Streams do
           processed: non_neg_integer(),
           delivered: non_neg_integer(),
           received: non_neg_integer(),
-          hashes: %{pos_integer() => binary()}
+          hashes: %{pos_integer() => Message.content_key()}
         }
 
   @type t :: %__MODULE__{
@@ -55,17 +56,19 @@ defmodule SamgitaProtocol.Streams do
     do: %{processed: cursor, delivered: cursor, received: cursor, hashes: %{}}
 
   @doc false
-  # Offers one sequenced notification. `{:ok, :buffered | :duplicate, t}` or
+  # Offers one sequenced notification (`bytes`: the size of the wire form it
+  # was decoded from, or nil). `{:ok, :buffered | :duplicate, t}` or
   # `{:error, error}`; on error nothing changed.
-  @spec ingest(t(), map()) :: {:ok, :buffered | :duplicate, t()} | {:error, Error.t()}
-  def ingest(%__MODULE__{} = s, %{"stream_id" => id, "cursor" => cursor} = notification) do
+  @spec ingest(t(), map(), non_neg_integer() | nil) ::
+          {:ok, :buffered | :duplicate, t()} | {:error, Error.t()}
+  def ingest(%__MODULE__{} = s, %{"stream_id" => id, "cursor" => cursor} = notification, bytes) do
     with {:ok, stream} <- fetch_stream(s, id) do
       cond do
         cursor <= stream.processed ->
           {:ok, :duplicate, s}
 
         cursor <= stream.received ->
-          if Map.get(stream.hashes, cursor) == Message.fingerprint(notification) do
+          if Message.same_content?(Map.fetch!(stream.hashes, cursor), notification) do
             {:ok, :duplicate, s}
           else
             {:error,
@@ -101,7 +104,7 @@ defmodule SamgitaProtocol.Streams do
           stream = %{
             stream
             | received: cursor,
-              hashes: Map.put(stream.hashes, cursor, Message.fingerprint(notification))
+              hashes: Map.put(stream.hashes, cursor, Message.content_key(notification, bytes))
           }
 
           {:ok, :buffered,
@@ -134,7 +137,7 @@ defmodule SamgitaProtocol.Streams do
   @spec ingest_all(t(), [map()]) :: {:ok, t()} | {:error, Error.t()}
   def ingest_all(s, events) do
     Enum.reduce_while(events, {:ok, s}, fn event, {:ok, s} ->
-      case ingest(s, event) do
+      case ingest(s, event, nil) do
         {:ok, _, s} -> {:cont, {:ok, s}}
         {:error, error} -> {:halt, {:error, error}}
       end
@@ -166,8 +169,9 @@ defmodule SamgitaProtocol.Streams do
       {:ok, %{processed: processed}} when cursor <= processed ->
         {:ok, s}
 
-      {:ok, %{delivered: delivered} = stream} when cursor <= delivered ->
-        hashes = Map.reject(stream.hashes, fn {c, _} -> c <= cursor end)
+      {:ok, %{delivered: delivered, processed: processed} = stream} when cursor <= delivered ->
+        # Retained content is exactly the cursors after `processed`.
+        hashes = Map.drop(stream.hashes, Enum.to_list((processed + 1)..cursor//1))
 
         {:ok,
          %{s | streams: Map.put(s.streams, id, %{stream | processed: cursor, hashes: hashes})}}

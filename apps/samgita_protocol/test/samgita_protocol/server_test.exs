@@ -116,4 +116,107 @@ defmodule SamgitaProtocol.ServerTest do
     assert {:error, %Error{code: :missing_command_id}, [resp], ^s} = Server.receive(s, raw)
     assert resp["error"]["code"] == "missing_command_id"
   end
+
+  defmodule ApprovingHost do
+    @moduledoc false
+    # Approves everything (a host's decision, never the library's); answers
+    # cancellations with a reason of the requested size.
+    @behaviour SamgitaProtocol.Handler
+    @impl true
+    def methods, do: ["approval/request", "request/cancel"]
+    @impl true
+    def handle_request("approval/request", p, _ctx, n) do
+      {:ok,
+       %{"approval_id" => p["approval_id"], "action" => p["action"], "decision" => "approve"},
+       n + 1}
+    end
+
+    def handle_request("request/cancel", %{"request_id" => id} = p, _ctx, n) do
+      result = %{"request_id" => id, "cancel_status" => "already_finished"}
+
+      if p["reason"] == "huge",
+        do: {:ok, Map.put(result, "request_id", String.duplicate(<<1>>, 200)), n + 1},
+        else: {:ok, result, n + 1}
+    end
+  end
+
+  describe "the handler's own result" do
+    setup do
+      {c, s} = connect(ApprovingHost, 0, capabilities: ["approvals.v1", "cancellation.v1"])
+      %{c: c, s: s}
+    end
+
+    test "approving after the deadline is answered approval_expired, checked with the real clock",
+         %{c: c, s: s} do
+      action = %{"kind" => "shell", "description" => "ls"}
+      params = %{"approval_id" => "ap", "action" => action, "deadline" => "2026-06-01T00:00:00Z"}
+      {:ok, req, _} = Client.request(c, "approval/request", params)
+
+      {:ok, [resp], _} = Server.receive(s, req, now: ~U[2026-05-31 23:59:59Z])
+      assert resp["result"]["decision"] == "approve"
+
+      {:ok, [resp], s} = Server.receive(s, req, now: ~U[2026-06-01 00:00:00Z])
+      assert resp["error"]["code"] == "approval_expired"
+      # The handler ran (its effect cannot be undone); only the reply changed.
+      assert Server.host_state(s) == 1
+
+      # Without :now the real clock decides: a deadline in the past expires.
+      {:ok, req, _} =
+        Client.request(c, "approval/request", %{params | "approval_id" => "ap2"}, id: "x2")
+
+      {:ok, [resp], _} = Server.receive(s, req)
+      assert resp["error"]["code"] == "approval_expired"
+
+      {:ok, req, _} =
+        Client.request(
+          c,
+          "approval/request",
+          %{params | "approval_id" => "ap3", "deadline" => "2999-01-01T00:00:00Z"},
+          id: "x3"
+        )
+
+      {:ok, [resp], _} = Server.receive(s, req)
+      assert resp["result"]["decision"] == "approve"
+    end
+
+    test "a result that does not fit max_message_bytes becomes internal_error" do
+      # 200 control characters: 6 bytes each once escaped as \u0001, so the
+      # encoded response is larger than the estimate-free bound of 1,000.
+      {c, s} =
+        connect(ApprovingHost, 0,
+          capabilities: ["approvals.v1", "cancellation.v1"],
+          max_message_bytes: 1_000
+        )
+
+      {:ok, req, _} =
+        Client.request(c, "request/cancel", %{"request_id" => "r", "reason" => "huge"})
+
+      {:ok, [resp], _} = Server.receive(s, req)
+
+      assert resp["error"] == %{
+               "code" => "internal_error",
+               "message" => "the host failed to handle the request"
+             }
+
+      {:ok, req, _} = Client.request(c, "request/cancel", %{"request_id" => "r"}, id: "ok")
+      {:ok, [resp], _} = Server.receive(s, req)
+      assert resp["result"]["cancel_status"] == "already_finished"
+    end
+  end
+
+  test "the server accepts exactly the bounds it enforces" do
+    for key <- [:max_incoming_requests, :max_buffered_notifications, :max_stream_hashes] do
+      assert_raise ArgumentError, ~r/unknown option #{inspect(key)}/, fn ->
+        Server.new(ApprovingHost, 0, [{key, 1}, capabilities: ["approvals.v1", "cancellation.v1"]])
+      end
+    end
+
+    assert {:ok, _} =
+             Server.new(ApprovingHost, 0,
+               capabilities: ["approvals.v1", "cancellation.v1"],
+               max_completed: 1,
+               max_streams: 1,
+               max_outstanding_requests: 1
+             )
+  end
 end
