@@ -228,13 +228,13 @@ defmodule SamgitaProtocol.Codec do
   end
 
   defp enter(max_depth) do
-    depth = Process.get(@depth_key) + 1
+    depth = :erlang.get(@depth_key) + 1
     if depth > max_depth, do: throw(:depth_exceeded)
-    Process.put(@depth_key, depth)
+    :erlang.put(@depth_key, depth)
     []
   end
 
-  defp leave, do: Process.put(@depth_key, Process.get(@depth_key) - 1)
+  defp leave, do: :erlang.put(@depth_key, :erlang.get(@depth_key) - 1)
 
   defp duplicate(pairs) do
     Enum.reduce_while(pairs, MapSet.new(), fn {k, _}, seen ->

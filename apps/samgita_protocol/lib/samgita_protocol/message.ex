@@ -73,26 +73,23 @@ defmodule SamgitaProtocol.Message do
 
   @doc false
   def echo(request) do
-    base = %{
+    request
+    |> Map.take(@echo_keys)
+    |> Map.merge(%{
       "schema_version" => Schema.version(),
       "type" => "response",
       "id" => request["id"],
       "correlation_id" => request["correlation_id"]
-    }
-
-    Enum.reduce(@echo_keys, base, fn key, acc ->
-      case Map.fetch(request, key) do
-        {:ok, value} -> Map.put(acc, key, value)
-        :error -> acc
-      end
-    end)
+    })
   end
 
   @doc false
-  # True when the response carries exactly the identity the request had.
+  # True when the response carries exactly the identity the request had:
+  # the same correlation, and each echoed key present in both with the same
+  # value or absent from both.
   def echoes?(request, response) do
-    response["correlation_id"] == request["correlation_id"] and
-      Enum.all?(@echo_keys, &(Map.get(request, &1) == Map.get(response, &1)))
+    response["correlation_id"] === request["correlation_id"] and
+      Map.take(request, @echo_keys) === Map.take(response, @echo_keys)
   end
 
   @doc false

@@ -71,6 +71,39 @@ defmodule SamgitaProtocol.ClientTest do
     assert {:error, %Error{code: :unknown_response}, ^c} = Client.receive(c, Pair.wire(unknown))
   end
 
+  test "duplicates are recognised by content, in any wire form, small (kept by value) or large (fingerprinted)" do
+    turn = fn i -> %{"turn_id" => "turn-#{i}", "thread_id" => "t", "status" => "completed"} end
+    thread = %{"thread_id" => "t", "status" => "idle", "created_at" => "2026-01-01T00:00:00Z"}
+
+    for turns <- [0, 40] do
+      {c, _s} = ready()
+      {:ok, m, c} = Client.request(c, "thread/read", %{"thread_id" => "t"})
+      resp = Message.response(m, %{"thread" => thread, "turns" => Enum.map(1..turns//1, turn)})
+      bin = Pair.wire(resp)
+      assert (turns == 0 and byte_size(bin) <= 1024) or byte_size(bin) > 1024
+
+      {:ok, [{:response, _, _}], c} = Client.receive(c, bin)
+      # The same content again: as bytes, re-encoded with other key order
+      # and whitespace, or as a decoded map. None yields a second effect.
+      reordered =
+        "{ " <>
+          Enum.map_join(Enum.sort(Map.keys(resp), :desc), " ,\n", fn k ->
+            JSON.encode!(k) <> " : " <> JSON.encode!(resp[k])
+          end) <> " }"
+
+      assert {:ok, [], c} = Client.receive(c, bin)
+      assert {:ok, [], c} = Client.receive(c, reordered)
+      assert {:ok, [], c} = Client.receive(c, resp)
+
+      # Different content under the same id, in either form, conflicts.
+      other = put_in(resp, ["result", "thread", "status"], "closed")
+
+      for form <- [other, Pair.wire(other)] do
+        assert {:error, %Error{code: :conflicting_response}, ^c} = Client.receive(c, form)
+      end
+    end
+  end
+
   test "responses must echo identity and carry a contextually valid result" do
     {c, s} = ready()
     {:ok, m, c} = Client.request(c, "thread/read", %{"thread_id" => "t"}, project_ref: "p1")
