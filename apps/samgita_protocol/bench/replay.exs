@@ -2,54 +2,11 @@
 #
 #     cd apps/samgita_protocol && mix run bench/replay.exs
 #
-# Plain :timer.tc over N iterations after a warm-up; each figure is the median
-# of 5 runs. Stdlib only.
+# Timing helpers: bench/support/bench.exs.
 
-alias SamgitaProtocol.{Client, Codec, FakeHost, Replay, Schema, Server}
+Code.require_file("support/bench.exs", __DIR__)
 
-defmodule Bench do
-  @moduledoc false
-  @runs 5
-
-  # Runs `fun.(acc)` n times per run (threading the accumulator), after a
-  # warm-up of `warm` iterations, and returns {median µs/op, acc}.
-  def measure(n, warm, acc, fun) do
-    acc = loop(warm, acc, fun)
-
-    {times, acc} =
-      Enum.map_reduce(1..@runs, acc, fn _, acc ->
-        {us, acc} = :timer.tc(fn -> loop(n, acc, fun) end)
-        {us / n, acc}
-      end)
-
-    {median(times), acc}
-  end
-
-  defp loop(0, acc, _fun), do: acc
-  defp loop(n, acc, fun), do: loop(n - 1, fun.(acc), fun)
-
-  def median(xs), do: xs |> Enum.sort() |> Enum.at(div(length(xs), 2))
-
-  def wire(message) do
-    {:ok, binary} = Codec.encode(message)
-    binary
-  end
-
-  def fmt(x), do: :erlang.float_to_binary(x / 1, decimals: 2)
-
-  def delta(text),
-    do: %{
-      "schema_version" => "1.0",
-      "type" => "notification",
-      "method" => "item/delta",
-      "params" => %{
-        "thread_id" => "thread-1",
-        "turn_id" => "turn-1",
-        "item_id" => "item-1",
-        "delta" => text
-      }
-    }
-end
+alias SamgitaProtocol.{Client, FakeHost, Replay, Schema, Server}
 
 IO.puts(
   "samgita_protocol replay (OTP #{System.otp_release()}, Elixir #{System.version()}, " <>
@@ -124,9 +81,7 @@ end
 {:ok, server} =
   Server.new(FakeHost, FakeHost.new(), capabilities: Schema.groups(), host_id: "bench-host")
 
-{:ok, init, client} = Client.request(client, "connection/initialize", %{})
-{:ok, [response], _server} = Server.receive(server, Bench.wire(init))
-{:ok, [{:response, _, _}], client} = Client.receive(client, Bench.wire(response))
+{client, _server} = Bench.init(client, server)
 :ready = Client.state(client)
 
 batch = 64

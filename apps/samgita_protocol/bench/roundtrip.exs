@@ -2,8 +2,9 @@
 #
 #     cd apps/samgita_protocol && mix run bench/roundtrip.exs
 #
-# Plain :timer.tc over N iterations after a warm-up; each figure is the median
-# of 5 runs. Stdlib only.
+# Timing helpers: bench/support/bench.exs.
+
+Code.require_file("support/bench.exs", __DIR__)
 
 alias SamgitaProtocol.{Client, Codec, FakeHost, Schema, Server}
 
@@ -17,55 +18,6 @@ defmodule Bench.CancelHandler do
   @impl true
   def handle_request("request/cancel", %{"request_id" => id}, _ctx, n),
     do: {:ok, %{"request_id" => id, "cancel_status" => "already_finished"}, n + 1}
-end
-
-defmodule Bench do
-  @moduledoc false
-  @runs 5
-
-  # Runs `fun.(acc)` n times per run (threading the accumulator), after a
-  # warm-up, and returns {median µs/op, acc}.
-  def measure(n, acc, fun) do
-    acc = loop(max(div(n, 5), 100), acc, fun)
-
-    {times, acc} =
-      Enum.map_reduce(1..@runs, acc, fn _, acc ->
-        {us, acc} = :timer.tc(fn -> loop(n, acc, fun) end)
-        {us / n, acc}
-      end)
-
-    {median(times), acc}
-  end
-
-  defp loop(0, acc, _fun), do: acc
-  defp loop(n, acc, fun), do: loop(n - 1, fun.(acc), fun)
-
-  def median(xs) do
-    sorted = Enum.sort(xs)
-    Enum.at(sorted, div(length(sorted), 2))
-  end
-
-  def wire(message) do
-    {:ok, binary} = Codec.encode(message)
-    binary
-  end
-
-  def init(client, server) do
-    {:ok, init, client} = Client.request(client, "connection/initialize", %{})
-    {:ok, [response], server} = Server.receive(server, wire(init))
-    {:ok, [{:response, _, _}], client} = Client.receive(client, wire(response))
-    {client, server}
-  end
-
-  def report(label, us, base) do
-    IO.puts(
-      String.pad_trailing(label, 44) <>
-        String.pad_leading(:erlang.float_to_binary(us, decimals: 2), 9) <>
-        " µs/op   baseline " <>
-        String.pad_leading(:erlang.float_to_binary(base, decimals: 2), 7) <>
-        " µs/op   " <> :erlang.float_to_binary(us / base, decimals: 1) <> "x baseline"
-    )
-  end
 end
 
 IO.puts(
@@ -85,7 +37,7 @@ n = 20_000
 params = %{"request_id" => "r-1", "reason" => "bench"}
 
 {rt_us, {client, server}} =
-  Bench.measure(n, {client, server}, fn {c, s} ->
+  Bench.measure(n, div(n, 5), {client, server}, fn {c, s} ->
     {:ok, request, c} = Client.request(c, "request/cancel", params)
     {:ok, bin} = Codec.encode(request)
     {:ok, [response], s} = Server.receive(s, bin)
@@ -103,7 +55,7 @@ request_bin = Bench.wire(request)
 response_bin = Bench.wire(response)
 
 {rt_base, _} =
-  Bench.measure(n, nil, fn _ ->
+  Bench.measure(n, div(n, 5), nil, fn _ ->
     req = JSON.decode!(request_bin)
     _ = JSON.encode!(req)
     resp = JSON.decode!(response_bin)
@@ -141,12 +93,12 @@ delta =
   })
 
 {n_us, _} =
-  Bench.measure(n, client, fn c ->
+  Bench.measure(n, div(n, 5), client, fn c ->
     {:ok, [{:notification, _}], c} = Client.receive(c, delta)
     c
   end)
 
-{n_base, _} = Bench.measure(n, nil, fn _ -> JSON.decode!(delta) end)
+{n_base, _} = Bench.measure(n, div(n, 5), nil, fn _ -> JSON.decode!(delta) end)
 
 Bench.report("(b) Client.receive/2 item/delta (unsequenced)", n_us, n_base)
 IO.puts("    notification #{byte_size(delta)} B; baseline: JSON.decode!")
