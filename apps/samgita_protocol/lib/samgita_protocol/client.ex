@@ -28,7 +28,17 @@ defmodule SamgitaProtocol.Client do
   """
   @moduledoc since: "0.1.0"
 
-  alias SamgitaProtocol.{Codec, Contract, Error, Message, Options, Outbox, Schema, Streams}
+  alias SamgitaProtocol.{
+    Codec,
+    Contract,
+    Error,
+    Message,
+    Options,
+    Outbox,
+    Schema,
+    Streams,
+    Window
+  }
 
   @transitions %{
     {:new, :send_initialize} => :initializing,
@@ -63,7 +73,7 @@ defmodule SamgitaProtocol.Client do
             outbox: nil,
             incoming: %{},
             streams: nil,
-            resumes: %{},
+            resumes: nil,
             limits: %{}
 
   @doc """
@@ -124,6 +134,7 @@ defmodule SamgitaProtocol.Client do
        host_id: o.host_id,
        outbox: Outbox.new("c", o),
        streams: Streams.new(o, checkpoints),
+       resumes: Window.new(o.max_completed),
        limits: o
      }}
   end
@@ -505,7 +516,7 @@ defmodule SamgitaProtocol.Client do
     id = is_map(request) && request["id"]
 
     cond do
-      client.state != :ready ->
+      client.state == :disconnected ->
         {:error, Error.new(:disconnected, "the connection is closed"), client}
 
       Map.get(client.incoming, id) != request ->
@@ -576,7 +587,7 @@ defmodule SamgitaProtocol.Client do
         version: nil,
         connection_id: nil,
         offer: nil,
-        resumes: %{}
+        resumes: Window.clear(client.resumes)
     }
 
     {:ok, client}
@@ -610,16 +621,10 @@ defmodule SamgitaProtocol.Client do
 
   # -- streams -------------------------------------------------------------------
 
-  defp remember_resume(client, result) do
-    resumes = Map.put(client.resumes, Message.fingerprint(result), true)
-
-    resumes =
-      if map_size(resumes) > client.limits.max_completed,
-        do: Map.new(Enum.take(resumes, client.limits.max_completed)),
-        else: resumes
-
-    %{client | resumes: resumes}
-  end
+  # Correlated stream/resume results waiting for receive_replay/2, oldest
+  # forgotten first once max_completed are waiting.
+  defp remember_resume(client, result),
+    do: %{client | resumes: Window.put(client.resumes, Message.fingerprint(result), true)}
 
   @doc """
   Ingests the events of a correlated `stream/resume` result (one that this
@@ -630,7 +635,7 @@ defmodule SamgitaProtocol.Client do
 
   ## Error reasons
 
-  `:uncorrelated_replay`, `:foreign_stream`, `:cursor_gap`,
+  `:uncorrelated_replay`, `:cursor_gap`,
   `:replay_conflict`, `:limit_exceeded`.
   """
   @spec receive_replay(t(), map()) :: {:ok, [effect()], t()} | {:error, Error.t(), t()}
@@ -638,7 +643,7 @@ defmodule SamgitaProtocol.Client do
     key = Message.fingerprint(result)
 
     cond do
-      not is_map_key(client.resumes, key) ->
+      not Window.member?(client.resumes, key) ->
         {:error,
          Error.new(
            :uncorrelated_replay,
@@ -648,7 +653,7 @@ defmodule SamgitaProtocol.Client do
       true ->
         case Streams.ingest_all(client.streams, result["events"]) do
           {:ok, streams} ->
-            {:ok, [], %{client | streams: streams, resumes: Map.delete(client.resumes, key)}}
+            {:ok, [], %{client | streams: streams, resumes: Window.delete(client.resumes, key)}}
 
           {:error, error} ->
             {:error, error, client}

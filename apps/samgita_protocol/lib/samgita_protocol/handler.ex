@@ -36,7 +36,14 @@ defmodule SamgitaProtocol.Handler do
   @callback handle_notification(method :: String.t(), notification :: map(), host_state :: term()) ::
               {:ok, host_state :: term()} | {:error, Error.t(), host_state :: term()}
 
-  @doc "The outcome of a server-initiated request (`Server.request/4`)."
+  @doc """
+  The outcome of a server-initiated request (`Server.request/4`): the
+  validated result, the peer's typed error (origin `:remote`), a result that
+  failed its checks (`:invalid_result`, `:approval_mismatch`,
+  `:approval_expired`, origin `:peer`), or the end of the wait
+  (`:timeout`, `:disconnected`, `:ambiguous_disconnect`). Its return value is
+  the new host state; an exception keeps the previous one.
+  """
   @callback handle_response(
               request :: map(),
               outcome :: {:ok, map()} | {:error, Error.t()},

@@ -77,6 +77,8 @@ defmodule SamgitaProtocol.Outbox do
   @spec hand_out(t(), Schema.method_spec(), map(), keyword()) ::
           {:ok, map(), t()} | {:error, Error.t()}
   def hand_out(outbox, spec, params, opts) do
+    check_request_opts!(opts)
+
     {id, next} =
       case Keyword.fetch(opts, :id) do
         {:ok, id} -> {id, outbox}
@@ -89,6 +91,27 @@ defmodule SamgitaProtocol.Outbox do
       now = Keyword.get_lazy(opts, :now, fn -> System.monotonic_time(:millisecond) end)
       {:ok, message, put(next, message, spec, now)}
     end
+  end
+
+  @request_opts [:id, :correlation_id, :causation_id, :command_id, :project_ref, :task_ref, :now]
+
+  # Per-call options are caller code, not peer input: a misspelt or
+  # mistyped option raises like an option of `new`, instead of silently
+  # sending a request without the context the caller meant to give it.
+  defp check_request_opts!(opts) do
+    Enum.each(opts, fn
+      {:now, now} when not is_integer(now) ->
+        raise ArgumentError,
+              "expected :now to be monotonic milliseconds (an integer, the clock of expire/2), got: #{inspect(now)}"
+
+      {key, _} when key in @request_opts ->
+        :ok
+
+      other ->
+        raise ArgumentError,
+              "unknown request option #{inspect(other)}, expected one of: " <>
+                Enum.map_join(@request_opts, ", ", &inspect/1)
+    end)
   end
 
   @doc false

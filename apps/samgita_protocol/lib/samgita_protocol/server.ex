@@ -45,6 +45,11 @@ defmodule SamgitaProtocol.Server do
     * `:connection_id` - defaults to a random identity.
     * `:durable` - whether this host's inbox commits events; only then may a
       handler return `acceptance: "durable"`. Defaults to `false`.
+    * `:positions` - processed positions of sequenced notifications from the
+      peer, as returned by `positions/1`, to restore after a restart (the host
+      persists them after each successful callback). Defaults to `%{}`.
+    * `:id_generator` - `fn generation, counter -> id end` for
+      server-initiated request IDs. Defaults to `"s<generation>-<counter>"`.
     * `:max_outstanding_requests` (64), `:max_uncertain_commands` (64) and
       `:request_timeout_ms` (30 s) bound server-initiated requests;
       `:max_completed` (128) bounds the window of remembered request and
@@ -68,7 +73,8 @@ defmodule SamgitaProtocol.Server do
           host_id: {:id, nil},
           connection_id: {:id, nil},
           durable: {:boolean, false},
-          id_generator: {:id_generator, nil}
+          id_generator: {:id_generator, nil},
+          positions: {:any, %{}}
         ] ++
           Options.limit_spec([
             :max_outstanding_requests,
@@ -108,9 +114,32 @@ defmodule SamgitaProtocol.Server do
        connection_id: o.connection_id || random_id("conn-"),
        outbox: Outbox.new("s", o),
        seen: Window.new(o.max_completed),
+       positions: restore_positions!(o.positions, o.max_streams),
        limits: o
      }}
   end
+
+  defp restore_positions!(positions, max_streams) when is_map(positions) do
+    cond do
+      not Enum.all?(positions, fn {k, v} -> is_binary(k) and is_integer(v) and v >= 0 end) ->
+        raise ArgumentError,
+              "expected :positions to map stream ids to cursors >= 0, got: #{inspect(positions)}"
+
+      map_size(positions) > max_streams ->
+        raise ArgumentError,
+              "expected :positions to hold at most :max_streams (#{max_streams}) streams, got: #{map_size(positions)}"
+
+      true ->
+        positions
+    end
+  end
+
+  defp restore_positions!(other, _),
+    do:
+      raise(
+        ArgumentError,
+        "expected :positions to be a map from positions/1, got: #{inspect(other)}"
+      )
 
   defp random_id(prefix),
     do:
@@ -376,7 +405,7 @@ defmodule SamgitaProtocol.Server do
          :ok <- fits(Message.response(request, result), server.limits.max_message_bytes) do
       :ok
     else
-      {:error, %Error{code: :approval_expired} = error} -> {:error, %{error | origin: :local}}
+      {:error, %Error{code: :approval_expired} = error} -> {:error, error}
       _ -> {:error, internal_error()}
     end
   end
@@ -456,7 +485,7 @@ defmodule SamgitaProtocol.Server do
 
     cond do
       processed == nil and map_size(server.positions) >= server.limits.max_streams ->
-        {:error, Outbox.limit_error(:max_streams, server.limits.max_streams, :peer)}
+        {:error, Outbox.limit_error(:max_streams, server.limits.max_streams)}
 
       cursor <= (processed || 0) ->
         :duplicate

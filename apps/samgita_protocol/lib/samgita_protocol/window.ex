@@ -34,6 +34,13 @@ defmodule SamgitaProtocol.Window do
     %{w | map: Map.put(map, key, value), queue: :queue.in(key, queue)}
   end
 
+  # Forgets one key (a linear queue removal: windows are small).
+  @spec delete(t(), term()) :: t()
+  def delete(%__MODULE__{map: map, queue: queue} = w, key) when is_map_key(map, key),
+    do: %{w | map: Map.delete(map, key), queue: :queue.delete(key, queue)}
+
+  def delete(w, _key), do: w
+
   @spec clear(t()) :: t()
   def clear(%__MODULE__{max: max}), do: new(max)
 end

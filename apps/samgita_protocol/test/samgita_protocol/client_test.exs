@@ -207,4 +207,18 @@ defmodule SamgitaProtocol.ClientTest do
 
     assert Client.state(c) == :new
   end
+
+  test "request options are checked: a misspelt or mistyped option raises, nothing is recorded" do
+    {c, _s} = ready()
+
+    assert_raise ArgumentError, ~r/unknown request option \{:projec_ref, "p"\}/, fn ->
+      Client.request(c, "thread/read", %{"thread_id" => "t"}, projec_ref: "p")
+    end
+
+    assert_raise ArgumentError, ~r/expected :now to be monotonic milliseconds/, fn ->
+      Client.request(c, "thread/read", %{"thread_id" => "t"}, now: DateTime.utc_now())
+    end
+
+    assert Client.pending(c) == %{}
+  end
 end

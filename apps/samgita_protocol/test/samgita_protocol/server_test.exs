@@ -219,4 +219,45 @@ defmodule SamgitaProtocol.ServerTest do
                max_outstanding_requests: 1
              )
   end
+
+  test "processed positions survive a restart through :positions, and are checked" do
+    opts = [capabilities: ["project_events.v1", "streaming.v1"]]
+    {c, s} = connect(SamgitaProtocol.Test.StreamingInbox, 0, opts)
+    params = %{"thread_id" => "t", "turn_id" => "u", "item_id" => "i", "delta" => "ok"}
+
+    s =
+      Enum.reduce(1..3, s, fn cursor, s ->
+        {:ok, n, _} = Client.notify(c, "item/delta", params, stream_id: "up", cursor: cursor)
+        {:ok, [], s} = Pair.deliver(s, n)
+        s
+      end)
+
+    saved = Server.positions(s)
+    assert saved == %{"up" => 3}
+
+    # A restarted host restores them: 3 is a duplicate, 4 continues.
+    {c, s} = connect(SamgitaProtocol.Test.StreamingInbox, 0, [positions: saved] ++ opts)
+    {:ok, n3, _} = Client.notify(c, "item/delta", params, stream_id: "up", cursor: 3)
+    assert {:ok, [], ^s} = Pair.deliver(s, n3)
+    {:ok, n5, _} = Client.notify(c, "item/delta", params, stream_id: "up", cursor: 5)
+    assert {:error, %Error{code: :cursor_gap}, [], ^s} = Pair.deliver(s, n5)
+    {:ok, n4, _} = Client.notify(c, "item/delta", params, stream_id: "up", cursor: 4)
+    assert {:ok, [], s} = Pair.deliver(s, n4)
+    assert Server.positions(s) == %{"up" => 4}
+    assert Server.host_state(s) == 100
+
+    for bad <- [%{"up" => -1}, %{up: 1}, [{"up", 1}]] do
+      assert_raise ArgumentError, ~r/:positions/, fn ->
+        Server.new(SamgitaProtocol.Test.StreamingInbox, 0, [positions: bad] ++ opts)
+      end
+    end
+
+    assert_raise ArgumentError, ~r/at most :max_streams \(1\)/, fn ->
+      Server.new(
+        SamgitaProtocol.Test.StreamingInbox,
+        0,
+        [positions: %{"a" => 1, "b" => 2}, max_streams: 1] ++ opts
+      )
+    end
+  end
 end
