@@ -8,9 +8,19 @@ defmodule SamgitaProtocol.Replay do
   first). `since/2` answers a `stream/resume` page: at most 128 events from
   `cursor + 1`, or `:replay_gap` when `cursor + 1` is no longer retained.
 
-  Lookups are by cursor in a map, so append and since cost does not grow with
-  the retained count beyond a logarithm. This log is not durable: a host that
-  promises replay across restarts must persist events itself.
+  Events are stored in chunks aligned to the page size: chunk `k` holds
+  cursors `128 * k + 1 .. 128 * k + 128`, so any page spans at most two
+  chunks. Full chunks are sealed into tuples kept in a map by chunk index;
+  the newest, incomplete chunk is a newest-first list, so appending is a cons.
+  A page read is therefore at most two map lookups followed by contiguous
+  reads, instead of one lookup per event scattered across a large map (which
+  misses the cache on nearly every lookup once the log is large). Append and
+  since cost thus does not grow with the retained count beyond a logarithm.
+  Eviction clears the evicted slot and drops a chunk with its last event, so
+  the bounds limit memory, not only what `since/2` returns.
+
+  This log is not durable: a host that promises replay across restarts must
+  persist events itself.
   """
   @moduledoc since: "0.1.0"
 
@@ -18,9 +28,14 @@ defmodule SamgitaProtocol.Replay do
 
   @page 128
 
+  # A retained event and its encoded size (kept for exact byte accounting on
+  # eviction); `nil` marks an evicted slot of a sealed chunk.
+  @typep entry :: {map(), non_neg_integer()}
+
   @type t :: %__MODULE__{
           stream_id: String.t(),
-          events: %{pos_integer() => {map(), non_neg_integer()}},
+          chunks: %{non_neg_integer() => tuple()},
+          tail: [entry()],
           first: pos_integer(),
           last: non_neg_integer(),
           bytes: non_neg_integer(),
@@ -30,7 +45,8 @@ defmodule SamgitaProtocol.Replay do
 
   defstruct [
     :stream_id,
-    events: %{},
+    chunks: %{},
+    tail: [],
     first: 1,
     last: 0,
     bytes: 0,
@@ -121,12 +137,12 @@ defmodule SamgitaProtocol.Replay do
       else
         replay = %{
           replay
-          | events: Map.put(replay.events, next, {sequenced, size}),
+          | tail: [{sequenced, size} | replay.tail],
             last: next,
             bytes: replay.bytes + size
         }
 
-        {:ok, sequenced, evict(replay)}
+        {:ok, sequenced, replay |> seal() |> evict()}
       end
     else
       {:error, error} -> {:error, error, replay}
@@ -158,13 +174,58 @@ defmodule SamgitaProtocol.Replay do
   defp notification_only(_),
     do: {:error, Error.new(:invalid_message, "only notifications can be replayed")}
 
+  # Chunk `k` holds cursors `@page * k + 1 .. @page * k + @page`: aligned with
+  # `since/2` pages, so a page from any cursor spans at most two chunks.
+  defp chunk_index(cursor), do: div(cursor - 1, @page)
+  defp offset(cursor), do: rem(cursor - 1, @page)
+
+  # Chunks below the tail's index are sealed. The tail is the chunk the next
+  # cursor goes to; it holds the retained cursors after the last sealed one.
+  defp sealed?(replay, index), do: index < div(replay.last, @page)
+
+  # Once the tail holds its chunk's last cursor it becomes a tuple, for
+  # positional reads. Slots already evicted from it are `nil`.
+  defp seal(%{last: last, tail: tail} = replay) when rem(last, @page) == 0 do
+    evicted = List.duplicate(nil, @page - length(tail))
+    chunk = List.to_tuple(evicted ++ Enum.reverse(tail))
+    %{replay | chunks: Map.put(replay.chunks, chunk_index(last), chunk), tail: []}
+  end
+
+  defp seal(replay), do: replay
+
   defp evict(%{first: first, last: last} = replay)
        when last - first + 1 > replay.max_events or replay.bytes > replay.max_bytes do
-    {{_, size}, events} = Map.pop!(replay.events, first)
-    evict(%{replay | events: events, first: first + 1, bytes: replay.bytes - size})
+    {size, replay} =
+      if sealed?(replay, chunk_index(first)),
+        do: evict_sealed(replay),
+        else: evict_tail(replay)
+
+    evict(%{replay | first: first + 1, bytes: replay.bytes - size})
   end
 
   defp evict(replay), do: replay
+
+  # Clearing the slot (or dropping the chunk with its last slot) releases the
+  # event, so the retention bounds hold for memory too.
+  defp evict_sealed(%{first: first} = replay) do
+    index = chunk_index(first)
+    chunk = Map.fetch!(replay.chunks, index)
+    {_event, size} = elem(chunk, offset(first))
+
+    chunks =
+      if offset(first) == @page - 1,
+        do: Map.delete(replay.chunks, index),
+        else: Map.put(replay.chunks, index, put_elem(chunk, offset(first), nil))
+
+    {size, %{replay | chunks: chunks}}
+  end
+
+  # The tail is newest first, so the oldest event is its last element. This
+  # walks at most one chunk, and only when no sealed chunk is retained.
+  defp evict_tail(replay) do
+    {{_event, size}, tail} = List.pop_at(replay.tail, -1)
+    {size, %{replay | tail: tail}}
+  end
 
   @doc """
   A `stream/resume` result page: events `cursor + 1 ..` (at most 128), the
@@ -198,10 +259,39 @@ defmodule SamgitaProtocol.Replay do
 
       true ->
         upto = min(cursor + @page, replay.last)
-        events = for c <- (cursor + 1)..upto//1, do: elem(Map.fetch!(replay.events, c), 0)
-        {:ok, page(replay, upto, events, upto < replay.last)}
+        {:ok, page(replay, upto, read(replay, cursor + 1, upto), upto < replay.last)}
     end
   end
+
+  # Events `from..upto` (retained, at most one page, so one or two chunks).
+  # The later chunk is read first so each slice is prepended without copying.
+  defp read(replay, from, upto) do
+    Enum.reduce(chunk_index(upto)..chunk_index(from)//-1, [], fn index, acc ->
+      lo = max(from, index * @page + 1)
+      hi = min(upto, index * @page + @page)
+      read_chunk(replay, index, lo, hi, acc)
+    end)
+  end
+
+  defp read_chunk(replay, index, lo, hi, acc) do
+    if sealed?(replay, index) do
+      replay.chunks |> Map.fetch!(index) |> slice(offset(lo), offset(hi), acc)
+    else
+      # The tail is newest first: skip the events after `hi`.
+      replay.tail |> Enum.drop(replay.last - hi) |> prepend_oldest_first(hi - lo + 1, acc)
+    end
+  end
+
+  # Slots `lo..hi` of a sealed chunk, walked backwards to prepend to `acc`.
+  defp slice(_chunk, lo, hi, acc) when hi < lo, do: acc
+  defp slice(chunk, lo, hi, acc), do: slice(chunk, lo, hi - 1, [elem(elem(chunk, hi), 0) | acc])
+
+  # The first `n` entries of a newest-first list, prepended to `acc` oldest
+  # first.
+  defp prepend_oldest_first(_entries, 0, acc), do: acc
+
+  defp prepend_oldest_first([{event, _size} | rest], n, acc),
+    do: prepend_oldest_first(rest, n - 1, [event | acc])
 
   defp page(replay, cursor, events, more),
     do: %{

@@ -2,7 +2,7 @@ defmodule SamgitaProtocol.ReplayTest do
   use ExUnit.Case, async: true
   doctest SamgitaProtocol.Replay
 
-  alias SamgitaProtocol.{Client, Error, Replay, Server}
+  alias SamgitaProtocol.{Client, Codec, Error, Replay, Server}
   alias SamgitaProtocol.Test.Pair
 
   def delta(i, stream \\ nil) do
@@ -49,6 +49,274 @@ defmodule SamgitaProtocol.ReplayTest do
 
     r = fill(Replay.new("s", max_bytes: 1000), 1..50)
     assert Replay.first_cursor(r) > 1
+  end
+
+  # A page of `since(r, from)` is exactly the events `from + 1 .. upto` that
+  # `fill/2` appended from cursor 1 (so delta i has cursor i).
+  defp assert_page(r, from, upto, more) do
+    {:ok, page} = Replay.since(r, from)
+    assert Enum.map(page["events"], & &1["cursor"]) == Enum.to_list((from + 1)..upto//1)
+
+    assert Enum.map(page["events"], & &1["params"]["delta"]) ==
+             Enum.map((from + 1)..upto//1, &"d#{&1}")
+
+    assert {page["cursor"], page["has_more"]} == {upto, more}
+  end
+
+  defp retained_events(r, cursor) do
+    {:ok, page} = Replay.since(r, cursor)
+
+    if page["has_more"],
+      do: page["events"] ++ retained_events(r, page["cursor"]),
+      else: page["events"]
+  end
+
+  defp encoded_size(event), do: event |> Codec.encode() |> elem(1) |> byte_size()
+
+  describe "chunked storage (chunk k holds cursors 128k+1 .. 128k+128)" do
+    test "pages starting and ending exactly at chunk boundaries" do
+      r = fill(Replay.new("s"), 1..300)
+      assert_page(r, 0, 128, true)
+      assert_page(r, 127, 255, true)
+      assert_page(r, 128, 256, true)
+      assert_page(r, 255, 300, false)
+      assert_page(r, 256, 300, false)
+
+      # The newest event closes a chunk: everything is sealed, the tail empty.
+      r = fill(Replay.new("s"), 1..256)
+      assert_page(r, 0, 128, true)
+      assert_page(r, 127, 255, true)
+      assert_page(r, 128, 256, false)
+      assert_page(r, 255, 256, false)
+      assert_page(r, 256, 256, false)
+
+      # The next append opens a new tail after the sealed chunks.
+      r = fill(r, 257..257)
+      assert_page(r, 128, 256, true)
+      assert_page(r, 129, 257, false)
+      assert_page(r, 256, 257, false)
+    end
+
+    test "a page spanning a sealed chunk and the unsealed tail" do
+      r = fill(Replay.new("s"), 1..200)
+      assert_page(r, 100, 200, false)
+      assert_page(r, 72, 200, false)
+      assert_page(r, 60, 188, true)
+      assert_page(r, 150, 200, false)
+
+      # Only the end of the sealed chunk is retained, the rest is in the tail.
+      r = fill(Replay.new("s", max_events: 10), 1..133)
+      assert Replay.first_cursor(r) == 124
+      assert_page(r, 123, 133, false)
+      assert_page(r, 130, 133, false)
+      assert {:error, %Error{code: :replay_gap}} = Replay.since(r, 122)
+
+      # Eviction inside the tail, before it was ever sealed.
+      r = fill(Replay.new("s", max_events: 10), 1..50)
+      assert Replay.first_cursor(r) == 41
+      assert_page(r, 40, 50, false)
+    end
+
+    test "eviction that empties a whole chunk" do
+      r = fill(Replay.new("s", max_events: 128), 1..256)
+      assert Replay.first_cursor(r) == 129
+      assert_page(r, 128, 256, false)
+
+      assert {:error, %Error{code: :replay_gap, data: %{"first_retained" => 129}}} =
+               Replay.since(r, 127)
+
+      r = fill(r, 257..257)
+      assert Replay.first_cursor(r) == 130
+      assert_page(r, 129, 257, false)
+      assert {:error, %Error{code: :replay_gap}} = Replay.since(r, 128)
+    end
+
+    test "evicted events are released, not only hidden" do
+      # Same retained window shape (one sealed chunk, 28 evicted slots, empty
+      # tail): a log that evicted ten times more holds no more memory.
+      small = fill(Replay.new("s", max_events: 100), 1..256)
+      large = fill(Replay.new("s", max_events: 100), 1..2560)
+      assert :erts_debug.flat_size(large) == :erts_debug.flat_size(small)
+
+      # A log capped below a chunk keeps the tail bounded too.
+      small = fill(Replay.new("s", max_events: 5), 1..10)
+      large = fill(Replay.new("s", max_events: 5), 1..1290)
+      assert :erts_debug.flat_size(large) == :erts_debug.flat_size(small)
+
+      # Beyond the retained events themselves, a log holds only a few words
+      # per event and at most two chunk tuples: no evicted event lingers in
+      # a partly evicted chunk. Both windows start in a sealed chunk that was
+      # sealed before its leading slots were evicted, and end in the tail.
+      for {opts, n} <- [{[max_events: 100], 2600}, {[max_bytes: 3000], 1035}] do
+        r = fill(Replay.new("s", opts), 1..n)
+        events = retained_events(r, Replay.first_cursor(r) - 1)
+        overhead = :erts_debug.flat_size(r) - Enum.sum(Enum.map(events, &:erts_debug.flat_size/1))
+        assert overhead <= 3 * length(events) + 2 * (Replay.page_size() + 1) + 64
+      end
+    end
+
+    test "byte-bound eviction across chunk boundaries keeps exact accounting" do
+      {sequenced, _} =
+        Enum.map_reduce(1..300, Replay.new("s"), fn i, r ->
+          {:ok, n, r} = Replay.append(r, delta(i))
+          {n, r}
+        end)
+
+      sizes = Enum.map(sequenced, &encoded_size/1)
+      # Exactly events 101..300 fit: one byte less and 101 would go too.
+      max_bytes = sizes |> Enum.drop(100) |> Enum.sum()
+      r = fill(Replay.new("s", max_bytes: max_bytes), 1..300)
+      assert Replay.first_cursor(r) == 101
+      assert_page(r, 100, 228, true)
+      assert {:error, %Error{code: :replay_gap}} = Replay.since(r, 99)
+
+      r1 = fill(Replay.new("s", max_bytes: max_bytes - 1), 1..300)
+      assert Replay.first_cursor(r1) == 102
+
+      # One large event evicts from the middle of chunk 0, through the whole
+      # of chunk 1, into chunk 2.
+      big = put_in(delta(301)["params"]["delta"], String.duplicate("x", 28_000))
+      {:ok, big, r} = Replay.append(r, big)
+      # The oldest events go until the rest fits: the shortest prefix of the
+      # retained sizes that covers the excess.
+      retained = Enum.drop(sizes, 100) ++ [encoded_size(big)]
+      excess = Enum.sum(retained) - max_bytes
+      evicted = Enum.count(Enum.scan(retained, &(&1 + &2)), &(&1 < excess)) + 1
+      first = 101 + evicted
+      assert first in 258..300
+      assert Replay.first_cursor(r) == first
+      assert {:error, %Error{code: :replay_gap}} = Replay.since(r, first - 2)
+      {:ok, page} = Replay.since(r, first - 1)
+      assert Enum.map(page["events"], & &1["cursor"]) == Enum.to_list(first..301)
+      assert List.last(page["events"]) == big
+    end
+
+    test "matches a plain-list reference model under random appends and pages" do
+      seed = ExUnit.configuration()[:seed]
+      :rand.seed(:exsss, {seed, 128, 3})
+
+      for run <- 1..12 do
+        max_events = Enum.random([1, 3, 100, 127, 128, 129, 300])
+        max_bytes = Enum.random([400, 2_000, 25_000, 1_000_000])
+        r = Replay.new("s", max_events: max_events, max_bytes: max_bytes)
+        m = %{events: [], last: 0, max_events: max_events, max_bytes: max_bytes}
+
+        Enum.reduce(1..500, {r, m}, fn step, {r, m} ->
+          ctx =
+            "seed #{seed}, run #{run}, step #{step}, " <>
+              "max_events #{max_events}, max_bytes #{max_bytes}"
+
+          {r, m} = random_step(r, m, ctx)
+          assert Replay.last_cursor(r) == m.last, ctx
+          assert Replay.first_cursor(r) == model_first(m), ctx
+          {r, m}
+        end)
+      end
+    end
+  end
+
+  # Reference model: the retained `{event, encoded size}` list, oldest first.
+  defp model_first(m), do: m.last - length(m.events) + 1
+
+  defp model_append(m, event) do
+    size = encoded_size(event)
+
+    if size > m.max_bytes do
+      {:error, :limit_exceeded, m}
+    else
+      events = model_evict(m.events ++ [{event, size}], m)
+      {:ok, event, %{m | events: events, last: m.last + 1}}
+    end
+  end
+
+  defp model_evict(events, m) do
+    bytes = events |> Enum.map(&elem(&1, 1)) |> Enum.sum()
+
+    if length(events) > m.max_events or bytes > m.max_bytes,
+      do: model_evict(tl(events), m),
+      else: events
+  end
+
+  defp model_since(m, cursor) do
+    cond do
+      cursor > m.last ->
+        {:error, :invalid_cursor}
+
+      cursor + 1 < model_first(m) ->
+        {:error, :replay_gap}
+
+      true ->
+        events =
+          m.events
+          |> Enum.map(&elem(&1, 0))
+          |> Enum.filter(&(&1["cursor"] > cursor))
+          |> Enum.take(128)
+
+        upto = if events == [], do: cursor, else: List.last(events)["cursor"]
+
+        {:ok,
+         %{"stream_id" => "s", "cursor" => upto, "events" => events, "has_more" => upto < m.last}}
+    end
+  end
+
+  defp random_step(r, m, ctx) do
+    case Enum.random([:append, :append, :append, :sequenced, :since, :since]) do
+      :append ->
+        n = put_in(delta(0)["params"]["delta"], String.duplicate("x", :rand.uniform(300)))
+        sequenced = Map.merge(n, %{"stream_id" => "s", "cursor" => m.last + 1})
+        check_append(r, m, n, sequenced, ctx)
+
+      :sequenced ->
+        # Usually the next cursor; sometimes one too far (a cursor gap).
+        n = delta(m.last + Enum.random([1, 1, 1, 2]), "s")
+
+        if n["cursor"] == m.last + 1 do
+          check_append(r, m, n, n, ctx)
+        else
+          assert {:error, %Error{code: :cursor_gap}, ^r} = Replay.append(r, n), ctx
+          {r, m}
+        end
+
+      :since ->
+        cursor = random_cursor(m)
+
+        actual =
+          case Replay.since(r, cursor) do
+            {:ok, page} -> {:ok, page}
+            {:error, %Error{code: code}} -> {:error, code}
+          end
+
+        assert actual == model_since(m, cursor), "#{ctx}, since(#{cursor})"
+        {r, m}
+    end
+  end
+
+  defp check_append(r, m, n, sequenced, ctx) do
+    case model_append(m, sequenced) do
+      {:ok, expected, m} ->
+        assert {:ok, ^expected, r} = Replay.append(r, n), ctx
+        {r, m}
+
+      {:error, code, m} ->
+        assert {:error, %Error{code: ^code}, ^r} = Replay.append(r, n), ctx
+        {r, m}
+    end
+  end
+
+  # Random cursors, biased to the retention edge and to chunk boundaries.
+  defp random_cursor(m) do
+    first = model_first(m)
+    boundary = 128 * Enum.random(0..div(m.last, 128)) + Enum.random([-1, 0, 1])
+
+    Enum.random([
+      Enum.random(0..(m.last + 1)),
+      first - 1,
+      first - 2,
+      m.last,
+      m.last - 128,
+      boundary
+    ])
+    |> max(0)
   end
 
   describe "client stream buffer" do
