@@ -685,6 +685,26 @@ defmodule SamgitaProtocol.Client do
   end
 
   @doc """
+  Releases a finished stream (for example once its turn completed): its
+  processed position and retained content are dropped, so it no longer counts
+  against `:max_streams` and no longer appears in `checkpoints/1`. A later
+  notification of the same `stream_id` starts it again from cursor 1.
+  Forgetting an unknown stream is a no-op.
+
+  ## Error reasons
+
+  `:unacknowledged_events` while any of its events is buffered, or delivered
+  but not acknowledged with `ack_cursor/3`: forgetting it would lose them.
+  """
+  @spec forget_stream(t(), String.t()) :: {:ok, t()} | {:error, Error.t(), t()}
+  def forget_stream(%__MODULE__{} = client, stream_id) when is_binary(stream_id) do
+    case Streams.forget(client.streams, stream_id) do
+      {:ok, streams} -> {:ok, %{client | streams: streams}}
+      {:error, error} -> {:error, error, client}
+    end
+  end
+
+  @doc """
   The processed positions to persist, scoped to the host:
   `%{"host_id" => host_id, "streams" => %{stream_id => cursor}}`. Restore with
   `new(host_id: host_id, checkpoints: map)`; never restore another host's map.

@@ -36,7 +36,8 @@ defmodule SamgitaProtocol.Error do
   `:no_response_callback`, `:internal_error`, `:not_found`.
 
   Replay and streams: `:replay_gap`, `:replay_conflict`, `:cursor_gap`,
-  `:foreign_stream`, `:invalid_cursor`, `:uncorrelated_replay`.
+  `:foreign_stream`, `:invalid_cursor`, `:uncorrelated_replay`,
+  `:unacknowledged_events`.
   """
   @type code ::
           :message_too_large
@@ -86,6 +87,7 @@ defmodule SamgitaProtocol.Error do
           | :foreign_stream
           | :invalid_cursor
           | :uncorrelated_replay
+          | :unacknowledged_events
 
   @typedoc "Where the error arose: local misuse or bound, invalid peer input, or a peer's typed error response."
   @type origin :: :local | :peer | :remote
@@ -109,7 +111,7 @@ defmodule SamgitaProtocol.Error do
             unknown_request limit_exceeded ambiguous_disconnect disconnected timeout
             unknown_uncertain approval_mismatch approval_expired no_response_callback
             internal_error not_found replay_gap replay_conflict cursor_gap foreign_stream
-            invalid_cursor uncorrelated_replay)a
+            invalid_cursor uncorrelated_replay unacknowledged_events)a
 
   @doc "All stable error codes, in documentation order."
   @spec codes() :: [code()]

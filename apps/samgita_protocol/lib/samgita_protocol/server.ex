@@ -536,6 +536,16 @@ defmodule SamgitaProtocol.Server do
     end
   end
 
+  @doc """
+  Releases a finished stream received from the peer: its processed position
+  is dropped, so it no longer counts against `:max_streams`. A later
+  notification of the same `stream_id` must start again at cursor 1. The
+  server holds no unprocessed events, so this always succeeds.
+  """
+  @spec forget_stream(t(), String.t()) :: {:ok, t()}
+  def forget_stream(%__MODULE__{} = server, stream_id) when is_binary(stream_id),
+    do: {:ok, %{server | positions: Map.delete(server.positions, stream_id)}}
+
   @doc "Processed positions of sequenced notifications received from the peer."
   @spec positions(t()) :: %{String.t() => pos_integer()}
   def positions(%__MODULE__{positions: p}), do: p

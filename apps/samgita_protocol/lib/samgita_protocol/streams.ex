@@ -189,6 +189,26 @@ defmodule SamgitaProtocol.Streams do
     end
   end
 
+  # Releases a finished stream: its position and retained content are
+  # dropped so the slot counts no longer against `max_streams`. Refused while
+  # any of its events is buffered or delivered but not acknowledged, because
+  # forgetting those would lose them silently.
+  @spec forget(t(), String.t()) :: {:ok, t()} | {:error, Error.t()}
+  def forget(s, id) do
+    case Map.fetch(s.streams, id) do
+      {:ok, %{processed: p, received: r}} when p < r ->
+        {:error,
+         Error.new(
+           :unacknowledged_events,
+           "the stream has received events that were not acknowledged",
+           %{"stream_id" => id, "processed" => p, "received" => r}
+         )}
+
+      _ ->
+        {:ok, %{s | streams: Map.delete(s.streams, id)}}
+    end
+  end
+
   @spec checkpoints(t()) :: %{String.t() => non_neg_integer()}
   def checkpoints(s), do: Map.new(s.streams, fn {id, %{processed: p}} -> {id, p} end)
 

@@ -221,4 +221,40 @@ defmodule SamgitaProtocol.ClientTest do
 
     assert Client.pending(c) == %{}
   end
+
+  test "forget_stream/2 releases a finished stream's slot, never its unacknowledged events" do
+    {c, _s} = ready(max_streams: 1)
+
+    delta = fn stream, cursor ->
+      %{
+        "schema_version" => "1.0",
+        "type" => "notification",
+        "method" => "item/delta",
+        "params" => %{"thread_id" => "t", "turn_id" => "u", "item_id" => "i", "delta" => "x"},
+        "stream_id" => stream,
+        "cursor" => cursor
+      }
+    end
+
+    {:ok, [], c} = Client.receive(c, Pair.wire(delta.("turn-1", 1)))
+
+    assert {:error, %Error{code: :limit_exceeded, data: %{"limit" => "max_streams"}}, ^c} =
+             Client.receive(c, Pair.wire(delta.("turn-2", 1)))
+
+    # Buffered, then delivered but unacknowledged: forgetting would lose it.
+    assert {:error, %Error{code: :unacknowledged_events}, ^c} =
+             Client.forget_stream(c, "turn-1")
+
+    {:ok, [_], c} = Client.drain(c, 10)
+    assert {:error, %Error{code: :unacknowledged_events}, ^c} = Client.forget_stream(c, "turn-1")
+
+    {:ok, c} = Client.ack_cursor(c, "turn-1", 1)
+    {:ok, c} = Client.forget_stream(c, "turn-1")
+    assert Client.checkpoints(c)["streams"] == %{}
+    {:ok, ^c} = Client.forget_stream(c, "never-seen")
+
+    # The slot is free for the next stream.
+    {:ok, [], c} = Client.receive(c, Pair.wire(delta.("turn-2", 1)))
+    assert Client.buffered(c) == 1
+  end
 end

@@ -246,6 +246,19 @@ defmodule SamgitaProtocol.ServerTest do
     assert Server.positions(s) == %{"up" => 4}
     assert Server.host_state(s) == 100
 
+    # A finished stream is released; the same id then starts again at 1.
+    {:ok, s} = Server.forget_stream(s, "up")
+    assert Server.positions(s) == %{}
+    assert {:error, %Error{code: :cursor_gap}, [], ^s} = Pair.deliver(s, n5)
+
+    assert {:ok, [], s} =
+             Pair.deliver(
+               s,
+               elem(Client.notify(c, "item/delta", params, stream_id: "up", cursor: 1), 1)
+             )
+
+    assert Server.positions(s) == %{"up" => 1}
+
     for bad <- [%{"up" => -1}, %{up: 1}, [{"up", 1}]] do
       assert_raise ArgumentError, ~r/:positions/, fn ->
         Server.new(SamgitaProtocol.Test.StreamingInbox, 0, [positions: bad] ++ opts)
