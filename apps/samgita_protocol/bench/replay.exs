@@ -87,7 +87,8 @@ end
 batch = 64
 batches = 300
 warm = 60
-total = batch * (warm + 5 * batches)
+rounds = 11
+total = batch * (warm + rounds * batches)
 
 # One host log yields the sequenced bytes, as a host would send them.
 {binaries, _} =
@@ -112,23 +113,23 @@ consume = fn {c, [chunk | rest]} ->
   {c, rest}
 end
 
-{stream_us, {client, []}} = Bench.measure(batches, warm, {client, chunks}, consume)
+decode_only = fn [chunk | rest] ->
+  Enum.each(chunk, &JSON.decode!/1)
+  rest
+end
+
+r = Bench.paired(batches, warm, {{client, chunks}, consume}, {chunks, decode_only}, rounds)
+{client, []} = r.acc
 ^total = Client.checkpoints(client)["streams"]["deltas"]
 0 = Client.buffered(client)
 
-{base_us, []} =
-  Bench.measure(batches, warm, chunks, fn [chunk | rest] ->
-    Enum.each(chunk, &JSON.decode!/1)
-    rest
-  end)
-
-per = stream_us / batch
-base = base_us / batch
+per = r.ours / batch
+base = r.base / batch
 
 IO.puts("\nStreamed item/delta (sequenced, #{bytes} B each; receive + drain/ack every #{batch})")
 
 IO.puts(
   "  Client: #{Bench.fmt(per)} µs/event (#{round(1_000_000 / per)} events/s)   " <>
     "JSON.decode!: #{Bench.fmt(base)} µs/event (#{round(1_000_000 / base)} events/s)   " <>
-    :erlang.float_to_binary(per / base, decimals: 1) <> "x baseline"
+    :erlang.float_to_binary(r.ratio, decimals: 2) <> "x baseline (median of per-round ratios)"
 )

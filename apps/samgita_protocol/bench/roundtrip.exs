@@ -22,7 +22,7 @@ end
 
 IO.puts(
   "samgita_protocol round trip (OTP #{System.otp_release()}, Elixir #{System.version()}, " <>
-    "#{System.schedulers_online()} schedulers; median of 5 runs)\n"
+    "#{System.schedulers_online()} schedulers; medians of 11 alternating rounds)\n"
 )
 
 # (a) full validated round trip -------------------------------------------------
@@ -36,33 +36,35 @@ n = 20_000
 {client, server} = Bench.init(client, server)
 params = %{"request_id" => "r-1", "reason" => "bench"}
 
-{rt_us, {client, server}} =
-  Bench.measure(n, div(n, 5), {client, server}, fn {c, s} ->
-    {:ok, request, c} = Client.request(c, "request/cancel", params)
-    {:ok, bin} = Codec.encode(request)
-    {:ok, [response], s} = Server.receive(s, bin)
-    {:ok, bin} = Codec.encode(response)
-    {:ok, [{:response, _, _}], c} = Client.receive(c, bin)
-    {c, s}
-  end)
-
-0 = map_size(Client.pending(client))
-
 # The same bytes, bare JSON.
-{:ok, request, _client} = Client.request(client, "request/cancel", params)
+{:ok, request, probe} = Client.request(client, "request/cancel", params)
 request_bin = Bench.wire(request)
 {:ok, [response], _server} = Server.receive(server, request_bin)
 response_bin = Bench.wire(response)
+{:ok, [{:response, _, _}], _} = Client.receive(probe, response_bin)
 
-{rt_base, _} =
-  Bench.measure(n, div(n, 5), nil, fn _ ->
-    req = JSON.decode!(request_bin)
-    _ = JSON.encode!(req)
-    resp = JSON.decode!(response_bin)
-    JSON.encode!(resp)
-  end)
+round_trip = fn {c, s} ->
+  {:ok, request, c} = Client.request(c, "request/cancel", params)
+  {:ok, bin} = Codec.encode(request)
+  {:ok, [response], s} = Server.receive(s, bin)
+  {:ok, bin} = Codec.encode(response)
+  {:ok, [{:response, _, _}], c} = Client.receive(c, bin)
+  {c, s}
+end
 
-Bench.report("(a) request/cancel full round trip", rt_us, rt_base)
+bare_json = fn acc ->
+  req = JSON.decode!(request_bin)
+  _ = JSON.encode!(req)
+  resp = JSON.decode!(response_bin)
+  _ = JSON.encode!(resp)
+  acc
+end
+
+rt = Bench.paired(n, div(n, 5), {{client, server}, round_trip}, {nil, bare_json})
+{client, _server} = rt.acc
+0 = map_size(Client.pending(client))
+
+Bench.report("(a) request/cancel full round trip", rt)
 
 IO.puts(
   "    request #{byte_size(request_bin)} B, response #{byte_size(response_bin)} B; " <>
@@ -92,13 +94,21 @@ delta =
     }
   })
 
-{n_us, _} =
-  Bench.measure(n, div(n, 5), client, fn c ->
-    {:ok, [{:notification, _}], c} = Client.receive(c, delta)
-    c
-  end)
+notify =
+  Bench.paired(
+    n,
+    div(n, 5),
+    {client,
+     fn c ->
+       {:ok, [{:notification, _}], c} = Client.receive(c, delta)
+       c
+     end},
+    {nil,
+     fn acc ->
+       _ = JSON.decode!(delta)
+       acc
+     end}
+  )
 
-{n_base, _} = Bench.measure(n, div(n, 5), nil, fn _ -> JSON.decode!(delta) end)
-
-Bench.report("(b) Client.receive/2 item/delta (unsequenced)", n_us, n_base)
+Bench.report("(b) Client.receive/2 item/delta (unsequenced)", notify)
 IO.puts("    notification #{byte_size(delta)} B; baseline: JSON.decode!")

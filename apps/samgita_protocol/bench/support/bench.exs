@@ -1,6 +1,7 @@
 # Shared timing helpers for the bench/ scripts (loaded with Code.require_file).
-# Plain :timer.tc over N iterations after a warm-up; each figure is the median
-# of 5 runs. Stdlib only.
+# Plain :timer.tc over N iterations after a warm-up; `measure/4` reports the
+# median of 5 runs, `paired/5` the medians of alternating rounds against a
+# baseline and the median of the per-round ratios. Stdlib only.
 defmodule Bench do
   @moduledoc false
   @runs 5
@@ -19,6 +20,41 @@ defmodule Bench do
       end)
 
     {median(times), acc}
+  end
+
+  # Measures `ours` against `base` in alternating rounds (the order flips
+  # every round), so drift in a noisy, shared machine hits both alike.
+  # Each fun is `{acc, fun}` run n times per round after a warm-up. Returns
+  # %{ours: median µs/op, base: median µs/op, ratio: median of the per-round
+  # ratios, acc: ours' final accumulator}.
+  def paired(n, warm, {ours_acc, ours}, {base_acc, base}, rounds \\ 11) do
+    ours_acc = loop(warm, ours_acc, ours)
+    base_acc = loop(warm, base_acc, base)
+
+    {samples, {ours_acc, _}} =
+      Enum.map_reduce(1..rounds, {ours_acc, base_acc}, fn round, {oa, ba} ->
+        time = fn acc, fun ->
+          {us, acc} = :timer.tc(fn -> loop(n, acc, fun) end)
+          {us / n, acc}
+        end
+
+        {{o, oa}, {b, ba}} =
+          if rem(round, 2) == 0 do
+            {time.(oa, ours), time.(ba, base)}
+          else
+            {b, ba} = time.(ba, base)
+            {time.(oa, ours), {b, ba}}
+          end
+
+        {{o, b}, {oa, ba}}
+      end)
+
+    %{
+      ours: median(Enum.map(samples, &elem(&1, 0))),
+      base: median(Enum.map(samples, &elem(&1, 1))),
+      ratio: median(Enum.map(samples, fn {o, b} -> o / b end)),
+      acc: ours_acc
+    }
   end
 
   defp loop(0, acc, _fun), do: acc
@@ -54,13 +90,13 @@ defmodule Bench do
       }
     }
 
-  def report(label, us, base) do
+  def report(label, %{ours: us, base: base, ratio: ratio}) do
     IO.puts(
       String.pad_trailing(label, 44) <>
         String.pad_leading(fmt(us), 9) <>
         " µs/op   baseline " <>
         String.pad_leading(fmt(base), 7) <>
-        " µs/op   " <> :erlang.float_to_binary(us / base, decimals: 1) <> "x baseline"
+        " µs/op   " <> :erlang.float_to_binary(ratio, decimals: 2) <> "x baseline"
     )
   end
 end

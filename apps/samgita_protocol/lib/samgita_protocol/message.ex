@@ -73,8 +73,8 @@ defmodule SamgitaProtocol.Message do
 
   @doc false
   def echo(request) do
-    request
-    |> Map.take(@echo_keys)
+    @echo_keys
+    |> :maps.with(request)
     |> Map.merge(%{
       "schema_version" => Schema.version(),
       "type" => "response",
@@ -89,7 +89,7 @@ defmodule SamgitaProtocol.Message do
   # value or absent from both.
   def echoes?(request, response) do
     response["correlation_id"] === request["correlation_id"] and
-      Map.take(request, @echo_keys) === Map.take(response, @echo_keys)
+      :maps.with(@echo_keys, request) === :maps.with(@echo_keys, response)
   end
 
   @doc false

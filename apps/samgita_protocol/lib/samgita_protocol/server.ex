@@ -346,10 +346,13 @@ defmodule SamgitaProtocol.Server do
     end
   end
 
+  # What a handler sees of the request's identity (see Handler.context/0).
+  @context_keys ["id", "correlation_id", "method", "command_id" | Message.context_keys()]
+
   defp call_handler(server, spec, request, now) do
     context =
-      request
-      |> Map.take(["id", "correlation_id", "method", "command_id" | Message.context_keys()])
+      @context_keys
+      |> :maps.with(request)
       |> Map.put("connection_id", server.connection_id)
 
     outcome =
@@ -365,8 +368,10 @@ defmodule SamgitaProtocol.Server do
       {:ok, result, host_state} when is_map(result) ->
         server = %{server | host_state: host_state}
 
-        case check_own_result(server, spec, request, result, now) do
-          :ok -> {:reply, Message.response(request, result), server}
+        response = Message.response(request, result)
+
+        case check_own_result(server, spec, request, response, now) do
+          :ok -> {:reply, response, server}
           {:error, error} -> {:reply, Message.error_response(request, error), server}
         end
 
@@ -394,7 +399,7 @@ defmodule SamgitaProtocol.Server do
   # handler's bug is not the peer's business). One exception: approving
   # after the deadline (checked against the real clock) is answered with
   # `approval_expired`, because that is a fact about the request, not a bug.
-  defp check_own_result(server, spec, request, result, now) do
+  defp check_own_result(server, spec, request, %{"result" => result} = response, now) do
     durable_violation =
       spec.method == "project/event.receive" and not server.durable and
         result["acceptance"] == "durable"
@@ -402,7 +407,7 @@ defmodule SamgitaProtocol.Server do
     with false <- durable_violation,
          :ok <-
            Contract.check_result(spec, request, result, now, %{trusted: false, max_depth: 32}),
-         :ok <- fits(Message.response(request, result), server.limits.max_message_bytes) do
+         :ok <- fits(response, server.limits.max_message_bytes) do
       :ok
     else
       {:error, %Error{code: :approval_expired} = error} -> {:error, error}
