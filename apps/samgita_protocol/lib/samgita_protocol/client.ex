@@ -357,12 +357,7 @@ defmodule SamgitaProtocol.Client do
   defp decode(client, binary) when is_binary(binary),
     do: Codec.decode(binary, max_message_bytes: client.limits.max_message_bytes)
 
-  defp decode(_client, map) do
-    case Codec.validate(map) do
-      {:ok, map} -> {:ok, map}
-      {:error, error} -> {:error, %{error | origin: :peer}}
-    end
-  end
+  defp decode(_client, map), do: Codec.validate_received(map)
 
   defp receive_response(client, response, bytes, now) do
     case Outbox.receive_response(client.outbox, response, bytes, now) do

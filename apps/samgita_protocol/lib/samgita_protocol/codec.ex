@@ -116,6 +116,45 @@ defmodule SamgitaProtocol.Codec do
     end
   end
 
+  @doc false
+  # Validates a message the caller decoded itself and hands to `receive/3`.
+  # Schema violations are the peer's (`:peer`); a term no JSON decoder can
+  # produce (non-string keys, invalid UTF-8, tuples, atoms, improper lists)
+  # is the caller's own decoding bug and stays `:local`. The extra walk runs
+  # only on the error path.
+  @spec validate_received(term(), [option()]) :: {:ok, map()} | {:error, Error.t()}
+  def validate_received(message, opts \\ []) do
+    case validate(message, opts) do
+      {:ok, message} ->
+        {:ok, message}
+
+      {:error, error} ->
+        if json_term?(message, 0), do: {:error, %{error | origin: :peer}}, else: {:error, error}
+    end
+  end
+
+  # Deeper than this the term is reported as the peer's (depth_exceeded is
+  # expressible in JSON); it also bounds this walk over caller terms.
+  @json_walk_limit 64
+
+  defp json_term?(_term, depth) when depth > @json_walk_limit, do: true
+
+  defp json_term?(map, depth) when is_map(map) do
+    Enum.all?(map, fn {k, v} -> is_binary(k) and String.valid?(k) and json_term?(v, depth + 1) end)
+  end
+
+  defp json_term?(list, depth) when is_list(list), do: json_list?(list, depth + 1)
+
+  defp json_term?(binary, _depth) when is_binary(binary), do: String.valid?(binary)
+
+  defp json_term?(other, _depth),
+    do: is_number(other) or is_boolean(other) or is_nil(other)
+
+  # By hand rather than Enum.all?/2, which raises on an improper list.
+  defp json_list?([], _depth), do: true
+  defp json_list?([item | rest], depth), do: json_term?(item, depth) and json_list?(rest, depth)
+  defp json_list?(_improper_tail, _depth), do: false
+
   @doc """
   Validates and encodes one message to a JSON binary.
 

@@ -209,12 +209,7 @@ defmodule SamgitaProtocol.Server do
   defp decode(server, binary) when is_binary(binary),
     do: Codec.decode(binary, max_message_bytes: server.limits.max_message_bytes)
 
-  defp decode(_server, map) do
-    case Codec.validate(map) do
-      {:ok, map} -> {:ok, map}
-      {:error, error} -> {:error, %{error | origin: :peer}}
-    end
-  end
+  defp decode(_server, map), do: Codec.validate_received(map)
 
   # If the invalid input still names a request identity, answer it with the
   # error so the peer's request does not wait for a timeout.
@@ -229,6 +224,9 @@ defmodule SamgitaProtocol.Server do
   ]
 
   defp recover(_message, %Error{code: code}) when code in @unrecoverable, do: []
+  # A map that no JSON decoder could have produced is the caller's bug, not
+  # the peer's request: nothing is answered.
+  defp recover(_message, %Error{origin: :local}), do: []
 
   defp recover(message, error) do
     term =

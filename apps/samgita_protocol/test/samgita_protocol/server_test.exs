@@ -273,4 +273,28 @@ defmodule SamgitaProtocol.ServerTest do
       )
     end
   end
+
+  test "a map no JSON decoder could produce is the caller's error: local, never answered" do
+    {c, s} = connect(DurableInbox, 0, capabilities: ["project_events.v1"])
+    {:ok, req, _} = Client.request(c, "project/event.status", %{"event_id" => "e"})
+
+    for {bad, code} <- [
+          {put_in(req, ["params"], %{event_id: "e"}), :invalid_key},
+          {put_in(req, ["params", "event_id"], <<0xFF>>), :invalid_utf8},
+          {put_in(req, ["params", "event_id"], {:tuple}), :invalid_field},
+          {Map.put(req, "params", [1 | 2]), :invalid_params}
+        ] do
+      assert {:error, %Error{code: ^code} = error, outgoing, ^s} = Server.receive(s, bad)
+      assert {error.origin, outgoing} == {:local, []}, inspect(bad)
+    end
+
+    # Valid JSON that breaks the schema is the peer's, and is answered.
+    bad =
+      Map.delete(req, "correlation_id") |> Map.put("correlation_id", "x") |> Map.put("extra", 1)
+
+    assert {:error, %Error{code: :unknown_field, origin: :peer}, [resp], ^s} =
+             Server.receive(s, bad)
+
+    assert resp["error"]["code"] == "unknown_field"
+  end
 end
