@@ -81,18 +81,7 @@ n = 50_000
 
 {client, _server} = Bench.init(client, server)
 
-delta =
-  Bench.wire(%{
-    "schema_version" => "1.0",
-    "type" => "notification",
-    "method" => "item/delta",
-    "params" => %{
-      "thread_id" => "thread-1",
-      "turn_id" => "turn-1",
-      "item_id" => "item-1",
-      "delta" => "The quick brown fox jumps over the lazy dog. "
-    }
-  })
+delta = Bench.wire(Bench.delta("The quick brown fox jumps over the lazy dog. "))
 
 notify =
   Bench.paired(
