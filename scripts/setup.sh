@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent set-up for SamgitaProtocol development and CI.
 #
-# 1. Elixir >= 1.18 on OTP 27: installed from Debian trixie (pinned at low
-#    priority so nothing else moves) only when `elixir` is missing or older.
+# 1. Elixir >= 1.18 on OTP 27 and OTP's dialyzer: installed from Debian
+#    trixie (pinned at low priority so nothing else moves) only when `elixir`
+#    is missing or older, or `dialyzer` is missing.
 # 2. Pinned npm test peers from test/peers/package-lock.json (`npm ci`),
 #    only when the installed tree does not match the lockfile.
 set -euo pipefail
@@ -53,12 +54,15 @@ PIN
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t trixie elixir erlang-dev erlang-dialyzer >/dev/null
 }
 
-if elixir_ok; then
-  echo "setup: $(elixir --version | tail -n 1) present"
+# dialyzer comes from the same trixie packages (erlang-dialyzer); a machine
+# that has Elixir but not dialyzer gets the same install.
+if elixir_ok && command -v dialyzer >/dev/null 2>&1; then
+  echo "setup: $(elixir --version | tail -n 1) and dialyzer present"
 else
   install_elixir
   elixir_ok || { echo "setup: Elixir >= 1.18 still missing after install" >&2; exit 1; }
-  echo "setup: $(elixir --version | tail -n 1) installed"
+  command -v dialyzer >/dev/null 2>&1 || { echo "setup: dialyzer still missing after install" >&2; exit 1; }
+  echo "setup: $(elixir --version | tail -n 1) and dialyzer installed"
 fi
 
 # Test peers (ajv, ws, ...) pinned by the lockfile. `npm ci` is skipped when the

@@ -66,7 +66,13 @@ defmodule SamgitaProtocol.Schema.Validator do
       {:error, %{e | code: :invalid_result, data: data}}
   end
 
-  defp invalid(code, message, path, extra \\ %{}) do
+  # Every check exits through here: the first violation is thrown and caught
+  # by message/2 or result/2, so a failing check never returns.
+  @spec invalid(Error.code(), String.t(), list()) :: no_return()
+  defp invalid(code, message, path), do: invalid(code, message, path, %{})
+
+  @spec invalid(Error.code(), String.t(), list(), map()) :: no_return()
+  defp invalid(code, message, path, extra) do
     throw({:invalid, Error.peer(code, message, Map.put(extra, "path", pointer(path)))})
   end
 
@@ -395,6 +401,7 @@ defmodule SamgitaProtocol.Schema.Validator do
   defp string_keys?([]), do: true
   defp string_keys?(_keys), do: false
 
+  @spec unknown_field(map(), list(), list()) :: no_return()
   defp unknown_field(map, fields, path) do
     known = MapSet.new(fields, &elem(&1, 0))
 
