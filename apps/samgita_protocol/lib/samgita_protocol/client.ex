@@ -203,6 +203,8 @@ defmodule SamgitaProtocol.Client do
   @spec request(t(), String.t(), map(), keyword()) ::
           {:ok, map(), t()} | {:error, Error.t(), t()}
   def request(%__MODULE__{} = client, method, params, opts \\ []) do
+    Outbox.check_request_opts!(opts)
+
     with {:ok, spec} <- sendable(client, method),
          params = fill_initialize(client, method, params),
          :ok <- check_offer(method, params),
@@ -307,7 +309,8 @@ defmodule SamgitaProtocol.Client do
            client.negotiated,
            method,
            params,
-           opts
+           opts,
+           client.limits.max_message_bytes
          ) do
       {:ok, message} -> {:ok, message, client}
       {:error, error} -> {:error, error, client}
@@ -335,14 +338,16 @@ defmodule SamgitaProtocol.Client do
   def receive(client, message, opts \\ [])
 
   def receive(%__MODULE__{} = client, message, opts) do
+    now = Contract.wall_clock!(opts)
+
     with :ok <- connected(client),
          {:ok, decoded} <- decode(client, message) do
-      bytes = if is_binary(message), do: byte_size(message)
+      wire = if is_binary(message), do: message
 
       case decoded["type"] do
-        "response" -> receive_response(client, decoded, bytes, Keyword.get(opts, :now))
+        "response" -> receive_response(client, decoded, wire, now)
         "request" -> receive_request(client, decoded)
-        "notification" -> receive_notification(client, decoded, bytes)
+        "notification" -> receive_notification(client, decoded, wire)
       end
     else
       {:error, error} -> {:error, error, client}
@@ -357,10 +362,11 @@ defmodule SamgitaProtocol.Client do
   defp decode(client, binary) when is_binary(binary),
     do: Codec.decode(binary, max_message_bytes: client.limits.max_message_bytes)
 
-  defp decode(_client, map), do: Codec.validate_received(map)
+  defp decode(client, map),
+    do: Codec.validate_received(map, max_message_bytes: client.limits.max_message_bytes)
 
-  defp receive_response(client, response, bytes, now) do
-    case Outbox.receive_response(client.outbox, response, bytes, now) do
+  defp receive_response(client, response, wire, now) do
+    case Outbox.receive_response(client.outbox, response, wire, now) do
       {:ok, :duplicate, outbox} ->
         {:ok, [], %{client | outbox: outbox}}
 
@@ -467,7 +473,7 @@ defmodule SamgitaProtocol.Client do
     end
   end
 
-  defp receive_notification(client, notification, bytes) do
+  defp receive_notification(client, notification, wire) do
     spec = Schema.method(notification["method"])
 
     cond do
@@ -480,7 +486,7 @@ defmodule SamgitaProtocol.Client do
          client}
 
       is_map_key(notification, "stream_id") ->
-        case Streams.ingest(client.streams, notification, bytes) do
+        case Streams.ingest(client.streams, notification, wire) do
           {:ok, _, streams} -> {:ok, [], %{client | streams: streams}}
           {:error, error} -> {:error, error, client}
         end
@@ -508,6 +514,7 @@ defmodule SamgitaProtocol.Client do
   @spec reply(t(), map(), map() | Error.t(), keyword()) ::
           {:ok, map(), t()} | {:error, Error.t(), t()}
   def reply(%__MODULE__{} = client, request, result, opts \\ []) do
+    now = Contract.wall_clock!(opts)
     id = is_map(request) && request["id"]
 
     cond do
@@ -522,7 +529,6 @@ defmodule SamgitaProtocol.Client do
 
       true ->
         spec = Schema.method(request["method"])
-        now = Keyword.get(opts, :now)
 
         case Contract.check_result(spec, request, result, now, %{trusted: false, max_depth: 32}) do
           :ok -> {:ok, Message.response(request, result), drop_incoming(client, id)}

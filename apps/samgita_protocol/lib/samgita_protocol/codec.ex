@@ -124,9 +124,12 @@ defmodule SamgitaProtocol.Codec do
   # only on the error path.
   @spec validate_received(term(), [option()]) :: {:ok, map()} | {:error, Error.t()}
   def validate_received(message, opts \\ []) do
+    %{max_message_bytes: max_bytes} = options(opts)
+
     case validate(message, opts) do
       {:ok, message} ->
-        {:ok, message}
+        # A map has no wire size; bound what it would encode to instead.
+        with :ok <- check_size(message, max_bytes, :peer), do: {:ok, message}
 
       {:error, error} ->
         if json_term?(message, 0), do: {:error, %{error | origin: :peer}}, else: {:error, error}
@@ -196,6 +199,24 @@ defmodule SamgitaProtocol.Codec do
        })}
     else
       {:ok, binary}
+    end
+  end
+
+  @doc false
+  # Whether a valid message term encodes to at most `max_bytes`, without
+  # encoding it in the common case: JSON is at most 6 bytes per byte of the
+  # external term format (the worst case is a control character escaped as
+  # \u00XX; every other term encodes to fewer bytes than its external form
+  # times 6), so only terms above max_bytes / 6 are encoded to measure them.
+  @spec check_size(map(), pos_integer(), Error.origin()) :: :ok | {:error, Error.t()}
+  def check_size(message, max_bytes, origin \\ :local) do
+    if 6 * :erlang.external_size(message) <= max_bytes do
+      :ok
+    else
+      case encode_valid(message, max_bytes) do
+        {:ok, _} -> :ok
+        {:error, error} -> {:error, %{error | origin: origin}}
+      end
     end
   end
 

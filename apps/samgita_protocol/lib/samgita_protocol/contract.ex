@@ -139,6 +139,26 @@ defmodule SamgitaProtocol.Contract do
   end
 
   @doc false
+  # The `:now` option of receive/3 and reply/4: the wall clock (a DateTime)
+  # for approval deadlines, or nil to read it when a deadline is checked.
+  # Checked up front: a monotonic integer here (the clock of request/4)
+  # would otherwise fail only once a peer's approval arrives.
+  @spec wall_clock!(keyword()) :: DateTime.t() | nil
+  def wall_clock!(opts) do
+    case Keyword.get(opts, :now) do
+      nil ->
+        nil
+
+      %DateTime{} = now ->
+        now
+
+      other ->
+        raise ArgumentError,
+              "expected :now to be a DateTime (the wall clock for approval deadlines), got: #{inspect(other)}"
+    end
+  end
+
+  @doc false
   def expired?(deadline, now) do
     case DateTime.from_iso8601(deadline) do
       {:ok, deadline, _} -> DateTime.compare(now || DateTime.utc_now(), deadline) != :lt

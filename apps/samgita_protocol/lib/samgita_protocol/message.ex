@@ -7,6 +7,14 @@ defmodule SamgitaProtocol.Message do
 
   @context_keys ["causation_id", "project_ref", "task_ref"]
   @echo_keys ["command_id" | @context_keys]
+  @notification_opts [
+    :stream_id,
+    :cursor,
+    :correlation_id,
+    :causation_id,
+    :project_ref,
+    :task_ref
+  ]
 
   @doc false
   def context_keys, do: @context_keys
@@ -40,9 +48,11 @@ defmodule SamgitaProtocol.Message do
   end
 
   @doc false
-  # A validated notification for an initialized connection whose negotiated
-  # groups include the method's group (shared by Client and Server).
-  def build_notification(ready?, negotiated, method, params, opts) do
+  # A validated notification of at most `max_bytes` for an initialized
+  # connection whose negotiated groups include the method's group (shared by
+  # Client and Server).
+  def build_notification(ready?, negotiated, method, params, opts, max_bytes) do
+    check_opts!(opts, @notification_opts, "notification")
     spec = Schema.method(method)
 
     cond do
@@ -56,8 +66,28 @@ defmodule SamgitaProtocol.Message do
         {:error, Error.new(:unsupported, "the method's capability group was not negotiated")}
 
       true ->
-        SamgitaProtocol.Codec.validate(notification(method, params, opts))
+        with {:ok, message} <- SamgitaProtocol.Codec.validate(notification(method, params, opts)),
+             :ok <- SamgitaProtocol.Codec.check_size(message, max_bytes),
+             do: {:ok, message}
     end
+  end
+
+  @doc false
+  # Per-call options are caller code: an unknown one raises, whatever the
+  # connection state, rather than silently dropping context.
+  def check_opts!(opts, allowed, what) do
+    Enum.each(opts, fn
+      {key, _} when is_atom(key) ->
+        unless key in allowed do
+          raise ArgumentError,
+                "unknown #{what} option #{inspect(key)}, expected one of: " <>
+                  Enum.map_join(allowed, ", ", &inspect/1)
+        end
+
+      other ->
+        raise ArgumentError,
+              "expected #{what} options to be a keyword list, got: #{inspect(other)}"
+    end)
   end
 
   @doc false
@@ -98,7 +128,7 @@ defmodule SamgitaProtocol.Message do
   # between authenticated peers, it is not a security boundary.
   def fingerprint(term), do: :erlang.md5(:erlang.term_to_binary(term, [:deterministic]))
 
-  # Messages that arrived as at most this many bytes are remembered as the
+  # Messages decoded from at most this many bytes are remembered as the
   # decoded term itself: it is already in memory (a reference, not a copy)
   # and comparing it costs less than serializing and hashing it. Larger
   # messages, and maps handed in without their bytes, are remembered by
@@ -108,12 +138,18 @@ defmodule SamgitaProtocol.Message do
   @type content_key :: {:term, term()} | {:md5, binary()}
 
   @doc false
-  # What duplicate/conflict windows remember of a message. `bytes` is the
-  # size of the wire form it was decoded from, or nil.
-  def content_key(term, bytes) when is_integer(bytes) and bytes <= @inline_bytes,
-    do: {:term, term}
+  # What duplicate/conflict windows remember of a message. `wire` is the
+  # binary it was decoded from, or nil for a map handed in.
+  def content_key(term, wire) when is_binary(wire) do
+    # Decoded strings are sub-binaries of the wire form, so keeping the term
+    # keeps the whole binary it was cut from alive: a frame sliced out of a
+    # large transport buffer must be fingerprinted, not kept.
+    if :binary.referenced_byte_size(wire) <= @inline_bytes,
+      do: {:term, term},
+      else: {:md5, fingerprint(term)}
+  end
 
-  def content_key(term, _bytes), do: {:md5, fingerprint(term)}
+  def content_key(term, nil), do: {:md5, fingerprint(term)}
 
   @doc false
   # Exact content equality (`===`: 1 and 1.0 differ, as they do on the wire).

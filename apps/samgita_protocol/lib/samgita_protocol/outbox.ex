@@ -27,6 +27,7 @@ defmodule SamgitaProtocol.Outbox do
           id_generator: (pos_integer(), pos_integer() -> String.t()) | nil,
           max_outstanding_requests: pos_integer(),
           max_uncertain_commands: pos_integer(),
+          max_message_bytes: pos_integer(),
           request_timeout_ms: pos_integer()
         }
 
@@ -40,6 +41,7 @@ defmodule SamgitaProtocol.Outbox do
             id_generator: nil,
             max_outstanding_requests: 64,
             max_uncertain_commands: 64,
+            max_message_bytes: 1_048_576,
             request_timeout_ms: 30_000
 
   @spec new(String.t(), map()) :: t()
@@ -50,6 +52,7 @@ defmodule SamgitaProtocol.Outbox do
       id_generator: limits.id_generator,
       max_outstanding_requests: limits.max_outstanding_requests,
       max_uncertain_commands: limits.max_uncertain_commands,
+      max_message_bytes: limits.max_message_bytes,
       request_timeout_ms: limits.request_timeout_ms
     }
   end
@@ -71,14 +74,14 @@ defmodule SamgitaProtocol.Outbox do
 
   @doc false
   # Builds, validates and records one outgoing request (shared by Client and
-  # Server): the `:id` option or a generated one, bounds and identity reuse
-  # checked before anything is recorded, the deadline from `:now`
+  # Server): the `:id` option or a generated one, bounds, identity reuse and
+  # the message size checked before anything is recorded (a request that
+  # cannot be sent must never become pending), the deadline from `:now`
   # (monotonic ms) plus the request timeout. On error the outbox is unchanged.
+  # The caller has already run check_request_opts!/1.
   @spec hand_out(t(), Schema.method_spec(), map(), keyword()) ::
           {:ok, map(), t()} | {:error, Error.t()}
   def hand_out(outbox, spec, params, opts) do
-    check_request_opts!(opts)
-
     {id, next} =
       case Keyword.fetch(opts, :id) do
         {:ok, id} -> {id, outbox}
@@ -87,7 +90,8 @@ defmodule SamgitaProtocol.Outbox do
 
     with :ok <- check(next, id, spec),
          {:ok, message} <-
-           SamgitaProtocol.Codec.validate(Message.request(id, spec.method, params, opts)) do
+           SamgitaProtocol.Codec.validate(Message.request(id, spec.method, params, opts)),
+         :ok <- SamgitaProtocol.Codec.check_size(message, outbox.max_message_bytes) do
       now = Keyword.get_lazy(opts, :now, fn -> System.monotonic_time(:millisecond) end)
       {:ok, message, put(next, message, spec, now)}
     end
@@ -95,23 +99,23 @@ defmodule SamgitaProtocol.Outbox do
 
   @request_opts [:id, :correlation_id, :causation_id, :command_id, :project_ref, :task_ref, :now]
 
+  @doc false
   # Per-call options are caller code, not peer input: a misspelt or
   # mistyped option raises like an option of `new`, instead of silently
   # sending a request without the context the caller meant to give it.
-  defp check_request_opts!(opts) do
-    Enum.each(opts, fn
-      {:now, now} when not is_integer(now) ->
+  # Checked first, whatever the connection state.
+  @spec check_request_opts!(keyword()) :: :ok
+  def check_request_opts!(opts) do
+    Message.check_opts!(opts, @request_opts, "request")
+
+    case Keyword.fetch(opts, :now) do
+      {:ok, now} when not is_integer(now) ->
         raise ArgumentError,
               "expected :now to be monotonic milliseconds (an integer, the clock of expire/2), got: #{inspect(now)}"
 
-      {key, _} when key in @request_opts ->
+      _ ->
         :ok
-
-      other ->
-        raise ArgumentError,
-              "unknown request option #{inspect(other)}, expected one of: " <>
-                Enum.map_join(@request_opts, ", ", &inspect/1)
-    end)
+    end
   end
 
   @doc false
@@ -150,8 +154,8 @@ defmodule SamgitaProtocol.Outbox do
   end
 
   @doc false
-  # Matches an incoming (envelope-valid) response. `bytes` is the size of
-  # the wire form it was decoded from (nil for a map handed in); `now` the
+  # Matches an incoming (envelope-valid) response. `wire` is the binary it
+  # was decoded from (nil for a map handed in); `now` the
   # wall clock for approval deadlines (nil: read it only when needed).
   #
   # Returns `{:ok, {:result, entry, result}, outbox}`,
@@ -159,12 +163,12 @@ defmodule SamgitaProtocol.Outbox do
   # `{:error, error, outbox}`. A result that fails its method's schema or
   # context settles the request as an error; for a mutation the command is
   # kept in `uncertain`, because the peer may have performed it.
-  @spec receive_response(t(), map(), non_neg_integer() | nil, DateTime.t() | nil) ::
+  @spec receive_response(t(), map(), binary() | nil, DateTime.t() | nil) ::
           {:ok, {:result | :error, entry(), term()} | :duplicate, t()} | {:error, Error.t(), t()}
-  def receive_response(outbox, %{"id" => id} = response, bytes, now) do
+  def receive_response(outbox, %{"id" => id} = response, wire, now) do
     case Map.fetch(outbox.pending, id) do
       {:ok, entry} ->
-        settle(outbox, id, entry, response, Message.content_key(response, bytes), now)
+        settle(outbox, id, entry, response, Message.content_key(response, wire), now)
 
       :error ->
         case Window.fetch(outbox.completed, id) do

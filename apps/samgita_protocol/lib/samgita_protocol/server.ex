@@ -121,9 +121,10 @@ defmodule SamgitaProtocol.Server do
 
   defp restore_positions!(positions, max_streams) when is_map(positions) do
     cond do
-      not Enum.all?(positions, fn {k, v} -> is_binary(k) and is_integer(v) and v >= 0 end) ->
+      not Enum.all?(positions, fn {k, v} -> stream_id?(k) and is_integer(v) and v >= 0 end) ->
         raise ArgumentError,
-              "expected :positions to map stream ids to cursors >= 0, got: #{inspect(positions)}"
+              "expected :positions to map stream ids (UTF-8 strings of 1 to #{Schema.max_id_bytes()} bytes) " <>
+                "to cursors >= 0, got: #{inspect(positions)}"
 
       map_size(positions) > max_streams ->
         raise ArgumentError,
@@ -133,6 +134,9 @@ defmodule SamgitaProtocol.Server do
         positions
     end
   end
+
+  defp stream_id?(id),
+    do: is_binary(id) and byte_size(id) in 1..Schema.max_id_bytes() and String.valid?(id)
 
   defp restore_positions!(other, _),
     do:
@@ -182,20 +186,21 @@ defmodule SamgitaProtocol.Server do
     do: {:error, Error.new(:disconnected, "the connection is closed"), [], server}
 
   def receive(%__MODULE__{} = server, message, opts) do
+    now = Contract.wall_clock!(opts)
+
     case decode(server, message) do
       {:ok, decoded} ->
-        bytes = if is_binary(message), do: byte_size(message)
-        now = Keyword.get(opts, :now)
+        wire = if is_binary(message), do: message
 
         case decoded["type"] do
           "request" ->
-            case handle_request(server, decoded, bytes, now) do
+            case handle_request(server, decoded, wire, now) do
               {:conflict, response} -> {:ok, [response], server}
               {:reply, response, server} -> {:ok, [response], server}
             end
 
           "response" ->
-            receive_response(server, decoded, bytes, now)
+            receive_response(server, decoded, wire, now)
 
           "notification" ->
             receive_notification(server, decoded)
@@ -209,7 +214,8 @@ defmodule SamgitaProtocol.Server do
   defp decode(server, binary) when is_binary(binary),
     do: Codec.decode(binary, max_message_bytes: server.limits.max_message_bytes)
 
-  defp decode(_server, map), do: Codec.validate_received(map)
+  defp decode(server, map),
+    do: Codec.validate_received(map, max_message_bytes: server.limits.max_message_bytes)
 
   # If the invalid input still names a request identity, answer it with the
   # error so the peer's request does not wait for a timeout.
@@ -266,7 +272,7 @@ defmodule SamgitaProtocol.Server do
     end
   end
 
-  defp handle_request(server, %{"id" => id, "method" => method} = request, bytes, now) do
+  defp handle_request(server, %{"id" => id, "method" => method} = request, wire, now) do
     spec = Schema.method(method)
 
     refusal =
@@ -297,7 +303,7 @@ defmodule SamgitaProtocol.Server do
         {:conflict, Message.error_response(request, refusal)}
 
       true ->
-        server = remember(server, request, Message.content_key(request, bytes))
+        server = remember(server, request, Message.content_key(request, wire))
 
         cond do
           refusal -> {:reply, Message.error_response(request, refusal), server}
@@ -405,7 +411,7 @@ defmodule SamgitaProtocol.Server do
     with false <- durable_violation,
          :ok <-
            Contract.check_result(spec, request, result, now, %{trusted: false, max_depth: 32}),
-         :ok <- fits(response, server.limits.max_message_bytes) do
+         :ok <- Codec.check_size(response, server.limits.max_message_bytes) do
       :ok
     else
       {:error, %Error{code: :approval_expired} = error} -> {:error, error}
@@ -413,27 +419,12 @@ defmodule SamgitaProtocol.Server do
     end
   end
 
-  # JSON is at most 6 bytes per byte of the external term format (the worst
-  # case is a control character escaped as \u00XX), so most results are
-  # known to fit without encoding them; only large ones are encoded to
-  # measure them exactly.
-  defp fits(response, max_bytes) do
-    if 6 * :erlang.external_size(response) <= max_bytes do
-      :ok
-    else
-      case Codec.encode_valid(response, max_bytes) do
-        {:ok, _} -> :ok
-        {:error, _} -> :error
-      end
-    end
-  end
-
   defp internal(request), do: Message.error_response(request, internal_error())
 
   defp internal_error, do: Error.new(:internal_error, "the host failed to handle the request")
 
-  defp receive_response(server, response, bytes, now) do
-    case Outbox.receive_response(server.outbox, response, bytes, now) do
+  defp receive_response(server, response, wire, now) do
+    case Outbox.receive_response(server.outbox, response, wire, now) do
       {:ok, :duplicate, outbox} ->
         {:ok, [], %{server | outbox: outbox}}
 
@@ -560,6 +551,7 @@ defmodule SamgitaProtocol.Server do
   """
   @spec request(t(), String.t(), map(), keyword()) :: {:ok, map(), t()} | {:error, Error.t(), t()}
   def request(%__MODULE__{} = server, method, params, opts \\ []) do
+    Outbox.check_request_opts!(opts)
     spec = Schema.method(method)
 
     cond do
@@ -595,7 +587,8 @@ defmodule SamgitaProtocol.Server do
            server.negotiated,
            method,
            params,
-           opts
+           opts,
+           server.limits.max_message_bytes
          ) do
       {:ok, message} -> {:ok, message, server}
       {:error, error} -> {:error, error, server}

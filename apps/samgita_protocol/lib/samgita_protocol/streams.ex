@@ -56,12 +56,12 @@ defmodule SamgitaProtocol.Streams do
     do: %{processed: cursor, delivered: cursor, received: cursor, hashes: %{}}
 
   @doc false
-  # Offers one sequenced notification (`bytes`: the size of the wire form it
-  # was decoded from, or nil). `{:ok, :buffered | :duplicate, t}` or
+  # Offers one sequenced notification (`wire`: the binary it was decoded
+  # from, or nil). `{:ok, :buffered | :duplicate, t}` or
   # `{:error, error}`; on error nothing changed.
-  @spec ingest(t(), map(), non_neg_integer() | nil) ::
+  @spec ingest(t(), map(), binary() | nil) ::
           {:ok, :buffered | :duplicate, t()} | {:error, Error.t()}
-  def ingest(%__MODULE__{} = s, %{"stream_id" => id, "cursor" => cursor} = notification, bytes) do
+  def ingest(%__MODULE__{} = s, %{"stream_id" => id, "cursor" => cursor} = notification, wire) do
     with {:ok, stream} <- fetch_stream(s, id) do
       cond do
         cursor <= stream.processed ->
@@ -104,7 +104,7 @@ defmodule SamgitaProtocol.Streams do
           stream = %{
             stream
             | received: cursor,
-              hashes: Map.put(stream.hashes, cursor, Message.content_key(notification, bytes))
+              hashes: Map.put(stream.hashes, cursor, Message.content_key(notification, wire))
           }
 
           {:ok, :buffered,

@@ -208,18 +208,68 @@ defmodule SamgitaProtocol.ClientTest do
     assert Client.state(c) == :new
   end
 
-  test "request options are checked: a misspelt or mistyped option raises, nothing is recorded" do
-    {c, _s} = ready()
+  test "per-call options are checked in every state: a misspelt or mistyped option raises" do
+    {c, s} = ready()
+    {:ok, fresh} = Client.new()
+    {:ok, _, closed} = ready() |> elem(0) |> Client.disconnect()
 
-    assert_raise ArgumentError, ~r/unknown request option \{:projec_ref, "p"\}/, fn ->
-      Client.request(c, "thread/read", %{"thread_id" => "t"}, projec_ref: "p")
-    end
+    for client <- [c, fresh, closed] do
+      assert_raise ArgumentError, ~r/unknown request option :projec_ref/, fn ->
+        Client.request(client, "thread/read", %{"thread_id" => "t"}, projec_ref: "p")
+      end
 
-    assert_raise ArgumentError, ~r/expected :now to be monotonic milliseconds/, fn ->
-      Client.request(c, "thread/read", %{"thread_id" => "t"}, now: DateTime.utc_now())
+      assert_raise ArgumentError, ~r/expected :now to be monotonic milliseconds/, fn ->
+        Client.request(client, "thread/read", %{"thread_id" => "t"}, now: DateTime.utc_now())
+      end
+
+      assert_raise ArgumentError, ~r/unknown notification option :stream/, fn ->
+        Client.notify(client, "thread/closed", %{"thread_id" => "t"}, stream: "s")
+      end
+
+      # receive/3 and reply/4 take the wall clock, not request/4's monotonic one.
+      assert_raise ArgumentError, ~r/expected :now to be a DateTime/, fn ->
+        Client.receive(client, "{}", now: System.monotonic_time(:millisecond))
+      end
+
+      assert_raise ArgumentError, ~r/expected :now to be a DateTime/, fn ->
+        Client.reply(client, %{}, %{}, now: 0)
+      end
     end
 
     assert Client.pending(c) == %{}
+
+    assert_raise ArgumentError, ~r/expected :now to be a DateTime/, fn ->
+      SamgitaProtocol.Server.receive(s, "{}", now: 0)
+    end
+  end
+
+  test "an outgoing message over max_message_bytes is refused before it is recorded" do
+    {c, _s} = ready(max_message_bytes: 2_000)
+    big = %{"instructions" => String.duplicate("x", 2_000)}
+
+    assert {:error, %Error{code: :message_too_large, origin: :local}, ^c} =
+             Client.request(c, "thread/start", big, command_id: "k")
+
+    assert Client.pending(c) == %{}
+    assert Client.uncertain(c) == %{}
+
+    # Escapes count: 400 control characters are 2,400 bytes once encoded.
+    ctrl = %{
+      "thread_id" => "t",
+      "turn_id" => "u",
+      "item_id" => "i",
+      "delta" => String.duplicate(<<1>>, 400)
+    }
+
+    assert {:error, %Error{code: :message_too_large}, ^c} = Client.notify(c, "item/delta", ctrl)
+    assert {:ok, _, ^c} = Client.notify(c, "item/delta", %{ctrl | "delta" => "small"})
+
+    {_c, s, _} = Pair.new([], max_message_bytes: 2_000)
+    action = %{"kind" => "shell", "description" => String.duplicate("y", 2_000)}
+    params = %{"approval_id" => "a", "action" => action, "deadline" => "2999-01-01T00:00:00Z"}
+
+    assert {:error, %Error{code: :message_too_large}, _} =
+             SamgitaProtocol.Server.request(s, "approval/request", params)
   end
 
   test "forget_stream/2 releases a finished stream's slot, never its unacknowledged events" do

@@ -259,7 +259,13 @@ defmodule SamgitaProtocol.ServerTest do
 
     assert Server.positions(s) == %{"up" => 1}
 
-    for bad <- [%{"up" => -1}, %{up: 1}, [{"up", 1}]] do
+    for bad <- [
+          %{"up" => -1},
+          %{up: 1},
+          [{"up", 1}],
+          %{"" => 1},
+          %{String.duplicate("s", 257) => 1}
+        ] do
       assert_raise ArgumentError, ~r/:positions/, fn ->
         Server.new(SamgitaProtocol.Test.StreamingInbox, 0, [positions: bad] ++ opts)
       end

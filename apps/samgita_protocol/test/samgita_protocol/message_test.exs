@@ -1,0 +1,35 @@
+defmodule SamgitaProtocol.MessageTest do
+  use ExUnit.Case, async: true
+
+  alias SamgitaProtocol.Message
+
+  describe "content keys of duplicate/conflict windows" do
+    test "small wire forms are kept by value, large or sliced ones by fingerprint" do
+      json = ~s({"a":"b"})
+      term = JSON.decode!(json)
+      assert {:term, ^term} = Message.content_key(term, json)
+      assert {:md5, _} = Message.content_key(term, nil)
+      assert {:md5, _} = Message.content_key(term, json <> String.duplicate(" ", 2_000))
+
+      # A frame cut out of a large transport buffer would keep the whole
+      # buffer alive through the decoded strings: fingerprint it instead.
+      # (Longer than 64 bytes: OTP copies shorter slices instead.)
+      long = JSON.encode!(%{"a" => String.duplicate("b", 200)})
+      buffer = String.duplicate(" ", 100_000) <> long
+      frame = binary_part(buffer, 100_000, byte_size(long))
+      assert :binary.referenced_byte_size(frame) > 100_000
+      assert {:md5, _} = Message.content_key(JSON.decode!(frame), frame)
+      assert {:term, _} = Message.content_key(JSON.decode!(long), long)
+    end
+
+    test "both forms compare exact content, whatever form the later copy has" do
+      term = %{"n" => 1, "list" => [1, 2]}
+
+      for key <- [Message.content_key(term, "{}"), Message.content_key(term, nil)] do
+        assert Message.same_content?(key, %{"list" => [1, 2], "n" => 1})
+        refute Message.same_content?(key, %{"list" => [1, 2], "n" => 1.0})
+        refute Message.same_content?(key, %{"list" => [2, 1], "n" => 1})
+      end
+    end
+  end
+end
