@@ -678,7 +678,8 @@ defmodule SamgitaProtocol.Client do
   cursor). Acknowledging an already processed cursor is a no-op.
   """
   @spec ack_cursor(t(), String.t(), non_neg_integer()) :: {:ok, t()} | {:error, Error.t(), t()}
-  def ack_cursor(%__MODULE__{} = client, stream_id, cursor) do
+  def ack_cursor(%__MODULE__{} = client, stream_id, cursor)
+      when is_binary(stream_id) and is_integer(cursor) and cursor >= 0 do
     case Streams.ack(client.streams, stream_id, cursor) do
       {:ok, streams} -> {:ok, %{client | streams: streams}}
       {:error, error} -> {:error, error, client}

@@ -135,15 +135,15 @@ defmodule SamgitaProtocol.Server do
     end
   end
 
-  defp stream_id?(id),
-    do: is_binary(id) and byte_size(id) in 1..Schema.max_id_bytes() and String.valid?(id)
-
   defp restore_positions!(other, _),
     do:
       raise(
         ArgumentError,
         "expected :positions to be a map from positions/1, got: #{inspect(other)}"
       )
+
+  defp stream_id?(id),
+    do: is_binary(id) and byte_size(id) in 1..Schema.max_id_bytes() and String.valid?(id)
 
   defp random_id(prefix),
     do:
@@ -600,7 +600,7 @@ defmodule SamgitaProtocol.Server do
   `handle_response/3` gets `{:error, %Error{code: :timeout | :ambiguous_disconnect}}`.
   """
   @spec expire(t(), integer()) :: {:ok, t()}
-  def expire(%__MODULE__{} = server, now_ms) do
+  def expire(%__MODULE__{} = server, now_ms) when is_integer(now_ms) do
     pending = server.outbox.pending
     {effects, outbox} = Outbox.expire(server.outbox, now_ms)
     {:ok, abandon(%{server | outbox: outbox}, pending, effects)}
