@@ -198,7 +198,10 @@ defmodule SamgitaProtocol.Client do
 
   `:not_initialized`, `:disconnected`, `:already_initialized`,
   `:unknown_method`, `:unsupported`, `:conflict`, `:limit_exceeded`, and any
-  codec validation code for invalid params.
+  codec validation code for invalid params, `:message_too_large` when the
+  request would not fit in `:max_message_bytes`. On error nothing is
+  recorded. An unknown option, or a `:now` that is not an integer, raises
+  `ArgumentError` in any connection state.
   """
   @spec request(t(), String.t(), map(), keyword()) ::
           {:ok, map(), t()} | {:error, Error.t(), t()}
@@ -295,7 +298,9 @@ defmodule SamgitaProtocol.Client do
   defp check_offer(_method, _params), do: :ok
 
   @doc """
-  Sends a notification (ephemeral unless `:stream_id` and `:cursor` are given).
+  Builds a notification to send (ephemeral unless `:stream_id` and `:cursor`
+  are given). `:message_too_large` when it would not fit in
+  `:max_message_bytes`; an unknown option raises `ArgumentError`.
 
   ## Options
 
@@ -324,7 +329,9 @@ defmodule SamgitaProtocol.Client do
   ## Options
 
     * `:now` - wall clock `DateTime` for approval deadlines. Defaults to
-      `DateTime.utc_now()`.
+      `DateTime.utc_now()`, read only when a deadline is checked. Any other
+      value raises `ArgumentError` (this is not `request/4`'s monotonic
+      clock).
 
   ## Error reasons
 
@@ -503,7 +510,8 @@ defmodule SamgitaProtocol.Client do
 
   ## Options
 
-    * `:now` - wall clock for approval deadlines. Defaults to `DateTime.utc_now()`.
+    * `:now` - wall clock `DateTime` for approval deadlines. Defaults to
+      `DateTime.utc_now()`, read only when a deadline is checked.
 
   ## Error reasons
 
