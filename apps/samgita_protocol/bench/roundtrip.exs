@@ -8,18 +8,6 @@ Code.require_file("support/bench.exs", __DIR__)
 
 alias SamgitaProtocol.{Client, Codec, FakeHost, Schema, Server}
 
-defmodule Bench.CancelHandler do
-  @moduledoc false
-  @behaviour SamgitaProtocol.Handler
-
-  @impl true
-  def methods, do: ["request/cancel"]
-
-  @impl true
-  def handle_request("request/cancel", %{"request_id" => id}, _ctx, n),
-    do: {:ok, %{"request_id" => id, "cancel_status" => "already_finished"}, n + 1}
-end
-
 IO.puts(
   "samgita_protocol round trip (OTP #{System.otp_release()}, Elixir #{System.version()}, " <>
     "#{System.schedulers_online()} schedulers; medians of 11 alternating rounds)\n"
@@ -28,20 +16,12 @@ IO.puts(
 # (a) full validated round trip -------------------------------------------------
 
 n = 20_000
-{:ok, client} = Client.new(capabilities: ["cancellation.v1"])
 
-{:ok, server} =
-  Server.new(Bench.CancelHandler, 0, capabilities: ["cancellation.v1"], host_id: "bench-host")
+%{client: client, server: server, params: params} =
+  pair = Bench.cancel_pair()
 
-{client, server} = Bench.init(client, server)
-params = %{"request_id" => "r-1", "reason" => "bench"}
-
-# The same bytes, bare JSON.
-{:ok, request, probe} = Client.request(client, "request/cancel", params)
-request_bin = Bench.wire(request)
-{:ok, [response], _server} = Server.receive(server, request_bin)
-response_bin = Bench.wire(response)
-{:ok, [{:response, _, _}], _} = Client.receive(probe, response_bin)
+%{request_bin: request_bin, response_bin: response_bin} = pair
+{:ok, [{:response, _, _}], _} = Client.receive(pair.waiting, response_bin)
 
 round_trip = fn {c, s} ->
   {:ok, request, c} = Client.request(c, "request/cancel", params)

@@ -11,29 +11,11 @@ Code.require_file("support/bench.exs", __DIR__)
 
 alias SamgitaProtocol.{Client, Codec, Server}
 
-defmodule Bench.StageHandler do
-  @moduledoc false
-  @behaviour SamgitaProtocol.Handler
+%{client: client, server: server, waiting: waiting, params: params} =
+  pair = Bench.cancel_pair()
 
-  @impl true
-  def methods, do: ["request/cancel"]
-
-  @impl true
-  def handle_request("request/cancel", %{"request_id" => id}, _ctx, n),
-    do: {:ok, %{"request_id" => id, "cancel_status" => "already_finished"}, n + 1}
-end
-
-{:ok, client} = Client.new(capabilities: ["cancellation.v1"])
-
-{:ok, server} =
-  Server.new(Bench.StageHandler, 0, capabilities: ["cancellation.v1"], host_id: "bench-host")
-
-{client, server} = Bench.init(client, server)
-params = %{"request_id" => "r-1", "reason" => "bench"}
-{:ok, request, waiting} = Client.request(client, "request/cancel", params)
-request_bin = Bench.wire(request)
-{:ok, [response], _} = Server.receive(server, request_bin)
-response_bin = Bench.wire(response)
+%{request: request, response: response} = pair
+%{request_bin: request_bin, response_bin: response_bin} = pair
 
 # Each stage starts from the same state every time (the state it returns is
 # dropped), so the figures do not include a growing history.

@@ -2,6 +2,19 @@
 # Plain :timer.tc over N iterations after a warm-up; `measure/4` reports the
 # median of 5 runs, `paired/5` the medians of alternating rounds against a
 # baseline and the median of the per-round ratios. Stdlib only.
+defmodule Bench.CancelHandler do
+  @moduledoc false
+  # The trivial handler of the round-trip benchmarks.
+  @behaviour SamgitaProtocol.Handler
+
+  @impl true
+  def methods, do: ["request/cancel"]
+
+  @impl true
+  def handle_request("request/cancel", %{"request_id" => id}, _ctx, n),
+    do: {:ok, %{"request_id" => id, "cancel_status" => "already_finished"}, n + 1}
+end
+
 defmodule Bench do
   @moduledoc false
   @runs 5
@@ -75,6 +88,35 @@ defmodule Bench do
     {:ok, [response], server} = Server.receive(server, wire(init))
     {:ok, [{:response, _, _}], client} = Client.receive(client, wire(response))
     {client, server}
+  end
+
+  @cancel_params %{"request_id" => "r-1", "reason" => "bench"}
+
+  # An initialized client/server pair for request/cancel round trips, and one
+  # request and its response as wire bytes (the response matched by a copy
+  # of the client, so the returned client has nothing pending).
+  def cancel_pair do
+    {:ok, client} = Client.new(capabilities: ["cancellation.v1"])
+
+    {:ok, server} =
+      Server.new(Bench.CancelHandler, 0, capabilities: ["cancellation.v1"], host_id: "bench-host")
+
+    {client, server} = init(client, server)
+    {:ok, request, waiting} = Client.request(client, "request/cancel", @cancel_params)
+    request_bin = wire(request)
+    {:ok, [response], _server} = Server.receive(server, request_bin)
+    response_bin = wire(response)
+
+    %{
+      client: client,
+      server: server,
+      waiting: waiting,
+      params: @cancel_params,
+      request: request,
+      response: response,
+      request_bin: request_bin,
+      response_bin: response_bin
+    }
   end
 
   def delta(text),
