@@ -124,7 +124,7 @@ defmodule SamgitaProtocol.Client do
             "expected :required_capabilities to be a subset of :capabilities, got: #{inspect(o.required_capabilities)}"
     end
 
-    checkpoints = restore_checkpoints!(o.checkpoints, o.host_id)
+    checkpoints = restore_checkpoints!(o.checkpoints, o.host_id, o.max_streams)
 
     {:ok,
      %__MODULE__{
@@ -139,9 +139,9 @@ defmodule SamgitaProtocol.Client do
      }}
   end
 
-  defp restore_checkpoints!(nil, _host), do: %{}
+  defp restore_checkpoints!(nil, _host, _max_streams), do: %{}
 
-  defp restore_checkpoints!(%{"host_id" => host, "streams" => streams}, host_id)
+  defp restore_checkpoints!(%{"host_id" => host, "streams" => streams}, host_id, max_streams)
        when is_map(streams) do
     cond do
       host_id == nil ->
@@ -151,16 +151,12 @@ defmodule SamgitaProtocol.Client do
         raise ArgumentError,
               "expected :checkpoints to belong to :host_id #{inspect(host_id)}, got checkpoints of host: #{inspect(host)}"
 
-      not Enum.all?(streams, fn {k, v} -> is_binary(k) and is_integer(v) and v >= 0 end) ->
-        raise ArgumentError,
-              "expected checkpoint cursors to be integers >= 0, got: #{inspect(streams)}"
-
       true ->
-        streams
+        Options.stream_positions!(:checkpoints, streams, max_streams)
     end
   end
 
-  defp restore_checkpoints!(other, _),
+  defp restore_checkpoints!(other, _, _),
     do:
       raise(ArgumentError,
         message:

@@ -78,10 +78,9 @@ defmodule SamgitaProtocol.Codec do
       true ->
         case decode_json(binary, max_depth) do
           {:ok, term} ->
-            case Validator.message(term, %{trusted: true, max_depth: max_depth}) do
-              {:ok, _kind, _spec} -> {:ok, term}
-              {:error, error} -> {:error, error}
-            end
+            with {:ok, _kind, _spec} <-
+                   Validator.message(term, %{trusted: true, max_depth: max_depth}),
+                 do: {:ok, term}
 
           {:error, error} ->
             {:error, classify_json_error(binary, error)}

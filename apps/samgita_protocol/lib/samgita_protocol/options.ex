@@ -51,6 +51,35 @@ defmodule SamgitaProtocol.Options do
   def limit_spec(keys \\ Keyword.keys(@limits)),
     do: for({k, v} <- @limits, k in keys, do: {k, {:pos_integer, v}})
 
+  @doc false
+  # Restored stream positions (Client checkpoints, Server positions): a map
+  # from stream ids (the wire's `:id` type) to cursors >= 0, at most
+  # `max_streams` of them. `key` names the option in the error.
+  def stream_positions!(key, positions, max_streams) when is_map(positions) do
+    cond do
+      not Enum.all?(positions, fn {id, cursor} ->
+        id?(id) and is_integer(cursor) and cursor >= 0
+      end) ->
+        bad!(
+          key,
+          "a map from stream ids (UTF-8 strings of 1 to #{Schema.max_id_bytes()} bytes) to cursors >= 0",
+          positions
+        )
+
+      map_size(positions) > max_streams ->
+        raise ArgumentError,
+              "expected #{inspect(key)} to hold at most :max_streams (#{max_streams}) streams, got: #{map_size(positions)}"
+
+      true ->
+        positions
+    end
+  end
+
+  def stream_positions!(key, other, _max_streams),
+    do: bad!(key, "a map from stream ids to cursors", other)
+
+  defp id?(v), do: is_binary(v) and byte_size(v) in 1..Schema.max_id_bytes() and String.valid?(v)
+
   defp check!(_key, _kind, nil), do: nil
 
   defp check!(_key, :pos_integer, v) when is_integer(v) and v > 0, do: v
@@ -60,7 +89,7 @@ defmodule SamgitaProtocol.Options do
   defp check!(key, :boolean, v), do: bad!(key, "a boolean", v)
 
   defp check!(key, :id, v) when is_binary(v) do
-    if byte_size(v) in 1..Schema.max_id_bytes() and String.valid?(v),
+    if id?(v),
       do: v,
       else: bad!(key, "a UTF-8 string of 1 to #{Schema.max_id_bytes()} bytes", v)
   end

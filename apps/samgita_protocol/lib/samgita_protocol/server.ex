@@ -114,36 +114,10 @@ defmodule SamgitaProtocol.Server do
        connection_id: o.connection_id || random_id("conn-"),
        outbox: Outbox.new("s", o),
        seen: Window.new(o.max_completed),
-       positions: restore_positions!(o.positions, o.max_streams),
+       positions: Options.stream_positions!(:positions, o.positions, o.max_streams),
        limits: o
      }}
   end
-
-  defp restore_positions!(positions, max_streams) when is_map(positions) do
-    cond do
-      not Enum.all?(positions, fn {k, v} -> stream_id?(k) and is_integer(v) and v >= 0 end) ->
-        raise ArgumentError,
-              "expected :positions to map stream ids (UTF-8 strings of 1 to #{Schema.max_id_bytes()} bytes) " <>
-                "to cursors >= 0, got: #{inspect(positions)}"
-
-      map_size(positions) > max_streams ->
-        raise ArgumentError,
-              "expected :positions to hold at most :max_streams (#{max_streams}) streams, got: #{map_size(positions)}"
-
-      true ->
-        positions
-    end
-  end
-
-  defp restore_positions!(other, _),
-    do:
-      raise(
-        ArgumentError,
-        "expected :positions to be a map from positions/1, got: #{inspect(other)}"
-      )
-
-  defp stream_id?(id),
-    do: is_binary(id) and byte_size(id) in 1..Schema.max_id_bytes() and String.valid?(id)
 
   defp random_id(prefix),
     do:
@@ -382,10 +356,13 @@ defmodule SamgitaProtocol.Server do
       {:error, %Error{} = error, host_state} ->
         response = Message.error_response(request, error)
 
-        # A handler's error must still be a sendable message.
+        # A handler's error must still be a sendable message: plain JSON
+        # data, within the size bound (measured the way results are).
         response =
-          case Codec.encode(response, max_message_bytes: server.limits.max_message_bytes) do
-            {:ok, _} -> response
+          with {:ok, _} <- Codec.validate(response),
+               :ok <- Codec.check_size(response, server.limits.max_message_bytes) do
+            response
+          else
             {:error, _} -> internal(request)
           end
 

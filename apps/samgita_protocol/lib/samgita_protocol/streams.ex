@@ -38,12 +38,8 @@ defmodule SamgitaProtocol.Streams do
             max_stream_hashes: 128
 
   @spec new(map(), %{String.t() => non_neg_integer()}) :: t()
+  # `checkpoints` were validated by Options.stream_positions!/3.
   def new(limits, checkpoints) do
-    if map_size(checkpoints) > limits.max_streams do
-      raise ArgumentError,
-            "expected :checkpoints to hold at most :max_streams (#{limits.max_streams}) streams, got: #{map_size(checkpoints)}"
-    end
-
     %__MODULE__{
       streams: Map.new(checkpoints, fn {id, cursor} -> {id, restored(cursor)} end),
       max_buffered_notifications: limits.max_buffered_notifications,

@@ -191,6 +191,21 @@ defmodule SamgitaProtocol.ClientTest do
 
     assert_raise ArgumentError, ~r/:host_id to be given/, fn -> Client.new(checkpoints: cp) end
 
+    # Stream ids and cursors are checked like the Server's :positions.
+    for streams <- [%{"" => 1}, %{"s" => -1}, %{s: 1}] do
+      assert_raise ArgumentError, ~r/expected :checkpoints to be a map from stream ids/, fn ->
+        Client.new(host_id: "host-1", checkpoints: %{cp | "streams" => streams})
+      end
+    end
+
+    assert_raise ArgumentError, ~r/:checkpoints to hold at most :max_streams \(1\)/, fn ->
+      Client.new(
+        host_id: "host-1",
+        max_streams: 1,
+        checkpoints: %{cp | "streams" => %{"a" => 1, "b" => 1}}
+      )
+    end
+
     {:ok, c} = Client.new(host_id: "host-2")
 
     {:ok, s} =

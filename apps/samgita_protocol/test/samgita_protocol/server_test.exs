@@ -131,6 +131,12 @@ defmodule SamgitaProtocol.ServerTest do
        n + 1}
     end
 
+    def handle_request("request/cancel", %{"reason" => "tuple error"}, _ctx, n),
+      do: {:error, Error.new(:not_found, "no such request", %{"why" => {:tuple}}), n + 1}
+
+    def handle_request("request/cancel", %{"reason" => "huge error"}, _ctx, n),
+      do: {:error, Error.new(:not_found, String.duplicate(<<1>>, 300)), n + 1}
+
     def handle_request("request/cancel", %{"request_id" => id} = p, _ctx, n) do
       result = %{"request_id" => id, "cancel_status" => "already_finished"}
 
@@ -201,6 +207,15 @@ defmodule SamgitaProtocol.ServerTest do
       {:ok, req, _} = Client.request(c, "request/cancel", %{"request_id" => "r"}, id: "ok")
       {:ok, [resp], _} = Server.receive(s, req)
       assert resp["result"]["cancel_status"] == "already_finished"
+
+      # The handler's own typed error must be plain JSON and fit too.
+      for {reason, id} <- [{"tuple error", "e1"}, {"huge error", "e2"}] do
+        {:ok, req, _} =
+          Client.request(c, "request/cancel", %{"request_id" => "r", "reason" => reason}, id: id)
+
+        {:ok, [resp], _} = Server.receive(s, req)
+        assert resp["error"]["code"] == "internal_error", reason
+      end
     end
   end
 
