@@ -26,7 +26,7 @@ defmodule SamgitaProtocol.Codec do
   @moduledoc since: "0.1.0"
 
   alias SamgitaProtocol.Error
-  alias SamgitaProtocol.Schema.Validator
+  alias SamgitaProtocol.Schema.{Encoder, Validator}
 
   @default_max_message_bytes 1_048_576
   @default_max_depth 32
@@ -176,10 +176,16 @@ defmodule SamgitaProtocol.Codec do
   """
   @spec encode(term(), [option()]) :: {:ok, binary()} | {:error, Error.t()}
   def encode(message, opts \\ []) do
-    %{max_message_bytes: max_bytes} = options(opts)
+    %{max_message_bytes: max_bytes, max_depth: max_depth} = options(opts)
 
-    with {:ok, message} <- validate(message, opts) do
-      encode_valid(message, max_bytes)
+    # One pass that validates and encodes (see Schema.Encoder); anything it
+    # does not vouch for goes through the validator, which names the error.
+    case Encoder.encode(message, max_depth) do
+      {:ok, binary} ->
+        check_encoded_size(binary, max_bytes)
+
+      :slow ->
+        with {:ok, message} <- validate(message, opts), do: encode_valid(message, max_bytes)
     end
   end
 
@@ -188,8 +194,10 @@ defmodule SamgitaProtocol.Codec do
   # output), still enforcing the size bound.
   @spec encode_valid(map(), pos_integer()) :: {:ok, binary()} | {:error, Error.t()}
   def encode_valid(message, max_bytes \\ @default_max_message_bytes) do
-    binary = IO.iodata_to_binary(JSON.encode_to_iodata!(message))
+    check_encoded_size(IO.iodata_to_binary(JSON.encode_to_iodata!(message)), max_bytes)
+  end
 
+  defp check_encoded_size(binary, max_bytes) do
     if byte_size(binary) > max_bytes do
       {:error,
        Error.new(:message_too_large, "message is larger than #{max_bytes} bytes", %{

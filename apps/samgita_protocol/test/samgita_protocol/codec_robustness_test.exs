@@ -4,8 +4,10 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
   use ExUnit.Case, async: true
 
   alias SamgitaProtocol.{Codec, Error}
+  alias SamgitaProtocol.Schema.Encoder
 
   @accepted Path.expand("../fixtures/1.0/accepted", __DIR__)
+  @rejected Path.expand("../fixtures/1.0/rejected", __DIR__)
   @iterations 10_000
   @json_alphabet ~c'{}[]":,.-+eE0123456789 \n\ttrufalsn\\/abcxyz_' ++ [0xC3, 0xA9, 0xFF, 0x00]
 
@@ -65,6 +67,77 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
       end
 
     assert_no_failures(failures)
+  end
+
+  # Codec.encode/2 validates and encodes in one pass (Schema.Encoder) and
+  # falls back to the validator for anything it does not vouch for. It must
+  # answer exactly what the two-pass reference answers: the same error
+  # struct, or the same bytes as JSON.encode!/1.
+  test "one-pass encode equals validate + JSON.encode! on mutated messages", %{maps: maps} do
+    rejected =
+      for file <- File.ls!(@rejected),
+          file != "manifest.json",
+          file != "message_too_large.json" do
+        case @rejected |> Path.join(file) |> File.read!() |> JSON.decode() do
+          {:ok, map} -> map
+          _ -> nil
+        end
+      end
+
+    inputs =
+      maps ++
+        Enum.reject(rejected, &is_nil/1) ++
+        for i <- 1..@iterations do
+          map = Enum.random(maps)
+
+          if rem(i, 2) == 0,
+            do: mutate_json(map, :rand.uniform(3)),
+            else: mutate_term(map, :rand.uniform(3))
+        end
+
+    {fast, mismatches} =
+      Enum.reduce(inputs, {0, []}, fn input, {fast, bad} ->
+        ours = Codec.encode(input)
+        reference = reference_encode(input, [])
+        fast = if match?({:ok, _}, Encoder.encode(input, 32)), do: fast + 1, else: fast
+        if ours == reference, do: {fast, bad}, else: {fast, [{input, ours, reference} | bad]}
+      end)
+
+    assert mismatches == [],
+           "#{length(mismatches)} differ, first: #{inspect(Enum.take(mismatches, 1))}"
+
+    # The fast path really ran: every accepted fixture, and valid mutations.
+    assert fast >= length(maps)
+  end
+
+  test "one-pass encode equals the reference at the depth and size bounds", %{maps: maps} do
+    for map <- maps, depth <- 1..4, bytes <- [64, 200, 100_000] do
+      opts = [max_depth: depth, max_message_bytes: bytes]
+      assert Codec.encode(map, opts) == reference_encode(map, opts), inspect({map, opts})
+    end
+  end
+
+  test "every accepted fixture takes the one-pass path", %{maps: maps} do
+    for map <- maps do
+      assert {:ok, binary} = Encoder.encode(map, 32)
+      assert binary == JSON.encode!(map)
+    end
+  end
+
+  defp reference_encode(input, opts) do
+    with {:ok, message} <- Codec.validate(input, opts) do
+      binary = JSON.encode!(message)
+      max = Keyword.get(opts, :max_message_bytes, Codec.default_max_message_bytes())
+
+      if byte_size(binary) > max,
+        do:
+          {:error,
+           Error.new(:message_too_large, "message is larger than #{max} bytes", %{
+             "bytes" => byte_size(binary),
+             "max" => max
+           })},
+        else: {:ok, binary}
+    end
   end
 
   test "every accepted fixture still decodes after whitespace changes", %{fixtures: fixtures} do

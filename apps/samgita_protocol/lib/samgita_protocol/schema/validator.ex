@@ -473,11 +473,15 @@ defmodule SamgitaProtocol.Schema.Validator do
   # seconds): what DateTime.from_iso8601/1 accepts with a zero offset,
   # checked by hand because that call alone costs more than validating the
   # rest of a typical message.
-  defp timestamp?(
-         <<year::binary-size(4), ?-, month::binary-size(2), ?-, day::binary-size(2), ?T,
-           hour::binary-size(2), ?:, minute::binary-size(2), ?:, second::binary-size(2),
-           rest::binary>>
-       ) do
+  @doc false
+  # Also used by `SamgitaProtocol.Schema.Encoder`, which must accept exactly
+  # the timestamps this module accepts.
+  @spec timestamp?(term()) :: boolean()
+  def timestamp?(
+        <<year::binary-size(4), ?-, month::binary-size(2), ?-, day::binary-size(2), ?T,
+          hour::binary-size(2), ?:, minute::binary-size(2), ?:, second::binary-size(2),
+          rest::binary>>
+      ) do
     year = digits(year)
     month = digits(month)
 
@@ -486,7 +490,7 @@ defmodule SamgitaProtocol.Schema.Validator do
       fraction_ok?(rest)
   end
 
-  defp timestamp?(_), do: false
+  def timestamp?(_), do: false
 
   # The value of a run of ASCII digits, or -1 when anything else is in it.
   defp digits(binary), do: digits(binary, 0)

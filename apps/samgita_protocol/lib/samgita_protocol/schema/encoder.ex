@@ -1,0 +1,275 @@
+defmodule SamgitaProtocol.Schema.Encoder do
+  @moduledoc false
+  # Validates a caller-built message and encodes it to JSON in one pass.
+  #
+  # `SamgitaProtocol.Codec.encode/2` used to validate a message (one walk)
+  # and then hand it to `JSON.encode!/1` (a second walk), on every message the
+  # core sends. This walk does both: it follows the schema, appends each
+  # value to one binary as it checks it, and writes the known keys of every
+  # object from precomputed literals instead of escaping them again.
+  #
+  # It is sound, not complete: `{:ok, binary}` only for a message that
+  # `Validator.message/2` (trusted: false) accepts, and then the binary is
+  # byte for byte what `JSON.encode!/1` makes of it (pairs in the same map
+  # iteration order, the same escaping by OTP's `:json.encode_binary/1`, the
+  # same number formats). Anything else, invalid or only unusual, is
+  # `:slow`, and the codec falls back to the validator, which names the
+  # error, and `JSON.encode!/1`. So the error a caller gets never depends on
+  # this module; the codec's differential tests hold the two paths equal.
+
+  alias SamgitaProtocol.Schema
+  alias SamgitaProtocol.Schema.Validator
+
+  @max_id_bytes Schema.max_id_bytes()
+
+  # -- plans, computed at compile time -------------------------------------
+  #
+  # {:object, fields, required_count, task_ref?} where fields maps each key
+  # to {"\"key\":", plan, required?}; {:list, plan, min, max};
+  # {:enum, %{value => true}}; references resolved; the envelope
+  # placeholders :params and :result kept; {:ref, "notification"} (only in
+  # results, never in an envelope) becomes :slow.
+
+  definitions = Schema.definitions()
+
+  plan = fn
+    plan, {:object, required, optional} ->
+      fields =
+        Map.new(
+          Enum.map(required, &{&1, true}) ++ Enum.map(optional, &{&1, false}),
+          fn {{key, type}, required?} ->
+            # Schema keys are plain ASCII: their JSON form is the key in quotes.
+            ^key = key |> JSON.encode!() |> binary_part(1, byte_size(key))
+            {key, {"\"" <> key <> "\":", plan.(plan, type), required?}}
+          end
+        )
+
+      task_ref? = Enum.any?(required ++ optional, &match?({"task_ref", _}, &1))
+      {:object, fields, length(required), task_ref?}
+
+    plan, {:list, type, min, max} ->
+      {:list, plan.(plan, type), min, max}
+
+    _plan, {:enum, values} ->
+      {:enum, Map.new(values, &{&1, true})}
+
+    _plan, {:ref, "notification"} ->
+      :slow
+
+    plan, {:ref, name} ->
+      plan.(plan, Map.fetch!(definitions, name))
+
+    _plan, type ->
+      type
+  end
+
+  envelope = fn kind, spec ->
+    {required, optional} = Schema.envelope(kind, spec)
+    plan.(plan, {:object, required, optional})
+  end
+
+  @request_envelope envelope.(:request, %{mutation: false})
+  @mutation_envelope envelope.(:request, %{mutation: true})
+  @response_envelope envelope.(:response, nil)
+  @notification_envelope envelope.(:notification, nil)
+
+  @methods Map.new(Schema.methods(), fn spec ->
+             {spec.method, {spec.kind, spec.mutation, plan.(plan, spec.params)}}
+           end)
+
+  # -- encoding ------------------------------------------------------------
+
+  @spec encode(term(), pos_integer()) :: {:ok, binary()} | :slow
+  def encode(message, max_depth) do
+    {:ok, message(message, max_depth)}
+  catch
+    :slow -> :slow
+    # :json.encode_binary/1 on a string that is not UTF-8.
+    :error, {:invalid_byte, _} -> :slow
+    :error, :unexpected_end -> :slow
+  end
+
+  defp message(%{"schema_version" => "1.0", "type" => type} = message, max) do
+    case type do
+      "request" -> request(message, max)
+      "response" -> response(message, max)
+      "notification" -> notification(message, max)
+      _ -> throw(:slow)
+    end
+  end
+
+  defp message(_message, _max), do: throw(:slow)
+
+  defp request(%{"method" => method} = message, max) do
+    case @methods do
+      %{^method => {:request, mutation, params}} ->
+        if mutation != is_map_key(message, "command_id"), do: throw(:slow)
+        envelope = if mutation, do: @mutation_envelope, else: @request_envelope
+        object(message, envelope, params, 1, max, <<>>)
+
+      %{} ->
+        throw(:slow)
+    end
+  end
+
+  defp request(_message, _max), do: throw(:slow)
+
+  defp response(message, max) do
+    if is_map_key(message, "result") == is_map_key(message, "error"), do: throw(:slow)
+    object(message, @response_envelope, nil, 1, max, <<>>)
+  end
+
+  defp notification(%{"method" => method} = message, max) do
+    case @methods do
+      %{^method => {:notification, _mutation, params}} ->
+        if is_map_key(message, "stream_id") != is_map_key(message, "cursor"), do: throw(:slow)
+        object(message, @notification_envelope, params, 1, max, <<>>)
+
+      %{} ->
+        throw(:slow)
+    end
+  end
+
+  defp notification(_message, _max), do: throw(:slow)
+
+  # `params` is the method's params plan inside an envelope, nil below it.
+  defp object(map, {:object, fields, required, task_ref?}, params, depth, max, acc)
+       when is_map(map) do
+    if depth > max, do: throw(:slow)
+
+    if task_ref? and is_map_key(map, "task_ref") and not is_map_key(map, "project_ref"),
+      do: throw(:slow)
+
+    pairs(:maps.next(:maps.iterator(map)), fields, required, params, depth, max, acc, ?{)
+  end
+
+  defp object(_value, _plan, _params, _depth, _max, _acc), do: throw(:slow)
+
+  defp pairs({key, value, iter}, fields, required, params, depth, max, acc, sep) do
+    case fields do
+      %{^key => {prefix, type, required?}} ->
+        acc = value(value, type, params, depth + 1, max, <<acc::binary, sep, prefix::binary>>)
+        required = if required?, do: required - 1, else: required
+        pairs(:maps.next(iter), fields, required, params, depth, max, acc, ?,)
+
+      %{} ->
+        throw(:slow)
+    end
+  end
+
+  defp pairs(:none, _fields, 0, _params, _depth, _max, acc, ?{), do: <<acc::binary, "{}">>
+  defp pairs(:none, _fields, 0, _params, _depth, _max, acc, ?,), do: <<acc::binary, ?}>>
+  defp pairs(:none, _fields, _missing, _params, _depth, _max, _acc, _sep), do: throw(:slow)
+
+  defp value(value, :id, _params, _depth, _max, acc)
+       when is_binary(value) and byte_size(value) in 1..@max_id_bytes,
+       do: string(value, acc)
+
+  defp value(value, :text, _params, _depth, _max, acc) when is_binary(value),
+    do: string(value, acc)
+
+  defp value(value, :timestamp, _params, _depth, _max, acc) when is_binary(value) do
+    if Validator.timestamp?(value), do: <<acc::binary, ?", value::binary, ?">>, else: throw(:slow)
+  end
+
+  defp value(value, :cursor, _params, _depth, _max, acc) when is_integer(value) and value >= 0,
+    do: <<acc::binary, Integer.to_string(value)::binary>>
+
+  defp value(value, :position, _params, _depth, _max, acc) when is_integer(value) and value >= 1,
+    do: <<acc::binary, Integer.to_string(value)::binary>>
+
+  defp value(true, :boolean, _params, _depth, _max, acc), do: <<acc::binary, "true">>
+  defp value(false, :boolean, _params, _depth, _max, acc), do: <<acc::binary, "false">>
+
+  defp value(value, {:const, value}, _params, _depth, _max, acc) when is_binary(value),
+    do: string(value, acc)
+
+  # Enum values are schema strings: plain ASCII, written as they are.
+  defp value(value, {:enum, values}, _params, _depth, _max, acc) when is_map_key(values, value),
+    do: <<acc::binary, ?", value::binary, ?">>
+
+  defp value(value, {:list, type, min, max_items}, _params, depth, max, acc)
+       when is_list(value) do
+    if depth > max, do: throw(:slow)
+    {acc, count} = items(value, type, depth + 1, max, acc, ?[, 0)
+    if count < min or count > max_items, do: throw(:slow)
+    acc
+  end
+
+  defp value(value, {:object, _, _, _} = plan, _params, depth, max, acc),
+    do: object(value, plan, nil, depth, max, acc)
+
+  defp value(value, :params, params, depth, max, acc) when params != nil,
+    do: object(value, params, nil, depth, max, acc)
+
+  defp value(value, type, _params, depth, max, acc)
+       when is_map(value) and type in [:json_object, :result],
+       do: json(value, depth, max, acc)
+
+  defp value(_value, _type, _params, _depth, _max, _acc), do: throw(:slow)
+
+  defp items([item | rest], type, depth, max, acc, sep, count) do
+    acc = value(item, type, nil, depth, max, <<acc::binary, sep>>)
+    items(rest, type, depth, max, acc, ?,, count + 1)
+  end
+
+  defp items([], _type, _depth, _max, acc, ?[, 0), do: {<<acc::binary, "[]">>, 0}
+  defp items([], _type, _depth, _max, acc, _sep, count), do: {<<acc::binary, ?]>>, count}
+  # An improper list ([1 | 2]) is not JSON.
+  defp items(_tail, _type, _depth, _max, _acc, _sep, _count), do: throw(:slow)
+
+  # Free-form JSON (host payloads, results inside a response envelope):
+  # string keys, UTF-8 strings, numbers, booleans, null, bounded depth.
+  defp json(value, _depth, _max, acc) when is_binary(value), do: string(value, acc)
+
+  defp json(value, _depth, _max, acc) when is_integer(value),
+    do: <<acc::binary, Integer.to_string(value)::binary>>
+
+  defp json(value, _depth, _max, acc) when is_float(value),
+    do: <<acc::binary, :erlang.float_to_binary(value, [:short])::binary>>
+
+  defp json(true, _depth, _max, acc), do: <<acc::binary, "true">>
+  defp json(false, _depth, _max, acc), do: <<acc::binary, "false">>
+  defp json(nil, _depth, _max, acc), do: <<acc::binary, "null">>
+
+  defp json(value, depth, max, acc) when is_map(value) do
+    if depth > max, do: throw(:slow)
+    json_pairs(:maps.next(:maps.iterator(value)), depth + 1, max, acc, ?{)
+  end
+
+  defp json(value, depth, max, acc) when is_list(value) do
+    if depth > max, do: throw(:slow)
+    json_items(value, depth + 1, max, acc, ?[)
+  end
+
+  defp json(_value, _depth, _max, _acc), do: throw(:slow)
+
+  defp json_pairs({key, value, iter}, depth, max, acc, sep) when is_binary(key) do
+    acc = string(key, <<acc::binary, sep>>)
+    acc = json(value, depth, max, <<acc::binary, ?:>>)
+    json_pairs(:maps.next(iter), depth, max, acc, ?,)
+  end
+
+  defp json_pairs(:none, _depth, _max, acc, ?{), do: <<acc::binary, "{}">>
+  defp json_pairs(:none, _depth, _max, acc, _sep), do: <<acc::binary, ?}>>
+  defp json_pairs(_non_string_key, _depth, _max, _acc, _sep), do: throw(:slow)
+
+  defp json_items([item | rest], depth, max, acc, sep) do
+    acc = json(item, depth, max, <<acc::binary, sep>>)
+    json_items(rest, depth, max, acc, ?,)
+  end
+
+  defp json_items([], _depth, _max, acc, ?[), do: <<acc::binary, "[]">>
+  defp json_items([], _depth, _max, acc, _sep), do: <<acc::binary, ?]>>
+  defp json_items(_improper_tail, _depth, _max, _acc, _sep), do: throw(:slow)
+
+  # OTP's escaping, which also rejects invalid UTF-8 (caught in encode/2).
+  # A string that needs no escape comes back as [?", string, ?"] and is
+  # appended as it is.
+  defp string(string, acc) do
+    case :json.encode_binary(string) do
+      [?", ^string, ?"] -> <<acc::binary, ?", string::binary, ?">>
+      escaped -> <<acc::binary, IO.iodata_to_binary(escaped)::binary>>
+    end
+  end
+end
