@@ -363,7 +363,7 @@ defmodule SamgitaProtocol.Client do
   defp connected(_), do: :ok
 
   defp decode(client, binary) when is_binary(binary),
-    do: Codec.decode(binary, max_message_bytes: client.limits.max_message_bytes)
+    do: Codec.decode_message(binary, client.limits.max_message_bytes, Codec.default_max_depth())
 
   defp decode(client, map),
     do: Codec.validate_received(map, max_message_bytes: client.limits.max_message_bytes)

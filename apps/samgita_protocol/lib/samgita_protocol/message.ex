@@ -93,23 +93,49 @@ defmodule SamgitaProtocol.Message do
   @doc false
   # A response echoes the request's identity and context exactly.
   def response(request, result) do
-    request |> echo() |> Map.put("result", result)
+    echo(request, "result", result)
   end
 
   @doc false
   def error_response(request, %Error{} = error) do
-    request |> echo() |> Map.put("error", Error.to_wire(safe(error)))
+    echo(request, "error", Error.to_wire(safe(error)))
   end
 
   @doc false
-  def echo(request) do
+  # The response envelope for `request` with `key` (result or error) set.
+  # The common request carries no optional envelope field: its echo is
+  # built directly (this runs for every response).
+  def echo(
+        %{
+          "schema_version" => _,
+          "type" => _,
+          "id" => id,
+          "correlation_id" => correlation_id,
+          "method" => _,
+          "params" => _
+        } = request,
+        key,
+        value
+      )
+      when map_size(request) == 6 do
+    %{
+      "schema_version" => Schema.version(),
+      "type" => "response",
+      "id" => id,
+      "correlation_id" => correlation_id,
+      key => value
+    }
+  end
+
+  def echo(request, key, value) do
     @echo_keys
     |> :maps.with(request)
     |> Map.merge(%{
       "schema_version" => Schema.version(),
       "type" => "response",
       "id" => request["id"],
-      "correlation_id" => request["correlation_id"]
+      "correlation_id" => request["correlation_id"],
+      key => value
     })
   end
 
@@ -117,10 +143,34 @@ defmodule SamgitaProtocol.Message do
   # True when the response carries exactly the identity the request had:
   # the same correlation, and each echoed key present in both with the same
   # value or absent from both.
-  def echoes?(request, response) do
-    response["correlation_id"] === request["correlation_id"] and
-      :maps.with(@echo_keys, request) === :maps.with(@echo_keys, response)
+  def echoes?(%{"correlation_id" => correlation_id} = request, response) do
+    case response do
+      %{"correlation_id" => ^correlation_id} -> same_echo?(request, response)
+      %{} -> false
+    end
   end
+
+  # A request with none of the optional envelope fields is echoed by a
+  # response with none of them (a response envelope has five fields then).
+  defp same_echo?(
+         %{"schema_version" => _, "type" => _, "id" => _, "method" => _, "params" => _} = request,
+         response
+       )
+       when map_size(request) == 6,
+       do: map_size(response) == 5
+
+  defp same_echo?(request, response), do: same_echo?(request, response, @echo_keys)
+
+  defp same_echo?(request, response, [key | rest]) do
+    case {request, response} do
+      {%{^key => value}, %{^key => value}} -> same_echo?(request, response, rest)
+      {%{^key => _}, _} -> false
+      {_, %{^key => _}} -> false
+      _ -> same_echo?(request, response, rest)
+    end
+  end
+
+  defp same_echo?(_request, _response, []), do: true
 
   @doc false
   # A collision-resistant fingerprint of a term, stable within one VM.

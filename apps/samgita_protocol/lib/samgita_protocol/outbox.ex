@@ -24,6 +24,7 @@ defmodule SamgitaProtocol.Outbox do
           generation: pos_integer(),
           counter: non_neg_integer(),
           prefix: String.t(),
+          id_prefix: String.t(),
           id_generator: (pos_integer(), pos_integer() -> String.t()) | nil,
           max_outstanding_requests: pos_integer(),
           max_uncertain_commands: pos_integer(),
@@ -38,6 +39,7 @@ defmodule SamgitaProtocol.Outbox do
             generation: 1,
             counter: 0,
             prefix: "c",
+            id_prefix: "c1-",
             id_generator: nil,
             max_outstanding_requests: 64,
             max_uncertain_commands: 64,
@@ -48,6 +50,7 @@ defmodule SamgitaProtocol.Outbox do
   def new(prefix, limits) do
     %__MODULE__{
       prefix: prefix,
+      id_prefix: id_prefix(prefix, 1),
       completed: Window.new(limits.max_completed),
       id_generator: limits.id_generator,
       max_outstanding_requests: limits.max_outstanding_requests,
@@ -57,6 +60,8 @@ defmodule SamgitaProtocol.Outbox do
     }
   end
 
+  defp id_prefix(prefix, generation), do: "#{prefix}#{generation}-"
+
   # Connection-generation-scoped default IDs: "c2-17" is the 17th request of
   # the client's second connection, so IDs never repeat across reconnects.
   @spec next_id(t()) :: {String.t(), t()}
@@ -65,7 +70,7 @@ defmodule SamgitaProtocol.Outbox do
 
     id =
       case outbox.id_generator do
-        nil -> "#{outbox.prefix}#{gen}-#{counter}"
+        nil -> <<outbox.id_prefix::binary, Integer.to_string(counter)::binary>>
         fun -> fun.(gen, counter)
       end
 
@@ -292,6 +297,7 @@ defmodule SamgitaProtocol.Outbox do
         pending_mutations: 0,
         completed: Window.clear(outbox.completed),
         generation: outbox.generation + 1,
+        id_prefix: id_prefix(outbox.prefix, outbox.generation + 1),
         counter: 0
     }
   end

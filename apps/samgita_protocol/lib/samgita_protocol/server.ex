@@ -186,7 +186,7 @@ defmodule SamgitaProtocol.Server do
   end
 
   defp decode(server, binary) when is_binary(binary),
-    do: Codec.decode(binary, max_message_bytes: server.limits.max_message_bytes)
+    do: Codec.decode_message(binary, server.limits.max_message_bytes, Codec.default_max_depth())
 
   defp decode(server, map),
     do: Codec.validate_received(map, max_message_bytes: server.limits.max_message_bytes)
@@ -328,10 +328,7 @@ defmodule SamgitaProtocol.Server do
   @context_keys ["id", "correlation_id", "method", "command_id" | Message.context_keys()]
 
   defp call_handler(server, spec, request, now) do
-    context =
-      @context_keys
-      |> :maps.with(request)
-      |> Map.put("connection_id", server.connection_id)
+    context = context(request, server.connection_id)
 
     outcome =
       try do
@@ -374,6 +371,31 @@ defmodule SamgitaProtocol.Server do
         {:reply, internal(request), server}
     end
   end
+
+  # The common request carries no optional envelope field: its context is
+  # built directly (this runs for every request).
+  defp context(
+         %{
+           "schema_version" => _,
+           "type" => _,
+           "id" => id,
+           "correlation_id" => correlation_id,
+           "method" => method,
+           "params" => _
+         } = request,
+         connection_id
+       )
+       when map_size(request) == 6 do
+    %{
+      "id" => id,
+      "correlation_id" => correlation_id,
+      "method" => method,
+      "connection_id" => connection_id
+    }
+  end
+
+  defp context(request, connection_id),
+    do: @context_keys |> :maps.with(request) |> Map.put("connection_id", connection_id)
 
   # The handler's result must be a valid, bound result for this request that
   # fits in one message; otherwise the peer gets a fixed internal error (the

@@ -4,7 +4,8 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
   use ExUnit.Case, async: true
 
   alias SamgitaProtocol.{Codec, Error}
-  alias SamgitaProtocol.Schema.Encoder
+  alias SamgitaProtocol.Schema
+  alias SamgitaProtocol.Schema.{Encoder, Validator}
 
   @accepted Path.expand("../fixtures/1.0/accepted", __DIR__)
   @rejected Path.expand("../fixtures/1.0/rejected", __DIR__)
@@ -108,6 +109,62 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
 
     # The fast path really ran: every accepted fixture, and valid mutations.
     assert fast >= length(maps)
+  end
+
+  # Validator asks Schema.Checker first and walks again itself only to name
+  # an error. Both modes must answer what the full walk answers: caller
+  # terms (anything) and decoded terms (JSON, depth already bounded by the
+  # decoder), for messages and for every method's result.
+  test "the validator's fast path equals its full walk", %{maps: maps} do
+    untrusted = %{trusted: false, max_depth: 32}
+    trusted = %{trusted: true, max_depth: 32}
+
+    mutated =
+      for i <- 1..@iterations do
+        map = Enum.random(maps)
+
+        if rem(i, 2) == 0,
+          do: mutate_json(map, :rand.uniform(3)),
+          else: mutate_term(map, :rand.uniform(3))
+      end
+
+    decoded =
+      for input <- maps ++ mutated,
+          json = safe_json(input),
+          json != nil,
+          not match?({:error, %{code: :depth_exceeded}}, Codec.decode(json)),
+          do: JSON.decode!(json)
+
+    results =
+      for %{"result" => result} <- maps ++ mutated,
+          spec <- Schema.methods(),
+          spec.result,
+          do: {spec, result}
+
+    mismatches =
+      Enum.reject(
+        maps ++ mutated,
+        &(Validator.message(&1, untrusted) == Validator.full_message(&1, untrusted))
+      ) ++
+        Enum.reject(
+          decoded,
+          &(Validator.message(&1, trusted) == Validator.full_message(&1, trusted))
+        ) ++
+        Enum.reject(results, fn {spec, result} ->
+          Validator.result(spec, result, untrusted) ==
+            Validator.full_result(spec.result, result, untrusted)
+        end)
+
+    assert mismatches == [],
+           "#{length(mismatches)} differ, first: #{inspect(Enum.take(mismatches, 1))}"
+
+    assert length(decoded) > length(maps)
+  end
+
+  defp safe_json(term) do
+    JSON.encode!(term)
+  rescue
+    _ -> nil
   end
 
   test "one-pass encode equals the reference at the depth and size bounds", %{maps: maps} do

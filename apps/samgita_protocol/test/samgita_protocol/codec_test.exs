@@ -118,6 +118,49 @@ defmodule SamgitaProtocol.CodecTest do
     end
   end
 
+  describe "depth on both decoder paths" do
+    # Inputs up to 16 KiB are decoded with OTP's default callbacks and
+    # measured afterwards; larger ones are bounded while decoding. Both must
+    # give the same answers, at the bound and past it.
+    setup do
+      event = "project.event.receive.request.json" |> accepted!() |> JSON.decode!()
+      {:ok, event: event}
+    end
+
+    for {label, padding} <- [{"small", 0}, {"large", 20_000}] do
+      test "#{label} input: exactly max_depth passes, one deeper fails", %{event: event} do
+        # payload is at depth 4 (envelope, params, event, payload), so its
+        # 28 nested objects end at depth 32.
+        ok = wire_with_payload(event, nest(27), unquote(padding))
+        deep = wire_with_payload(event, nest(28), unquote(padding))
+        assert byte_size(ok) > 16_384 == unquote(padding) > 0
+
+        assert {:ok, _} = Codec.decode(ok)
+
+        assert {:error, %Error{code: :depth_exceeded, data: %{"max" => 32}}} =
+                 Codec.decode(deep)
+
+        assert {:error, %Error{code: :depth_exceeded}} = Codec.decode(ok, max_depth: 31)
+      end
+
+      test "#{label} input: a repeated key is refused", %{event: event} do
+        wire = wire_with_payload(event, %{"a" => 1}, unquote(padding))
+        repeated = String.replace(wire, ~s({"a":1}), ~s({"a":1,"a":2}))
+
+        assert {:error, %Error{code: :duplicate_key, data: %{"key" => "a"}}} =
+                 Codec.decode(repeated)
+      end
+    end
+
+    defp wire_with_payload(event, inner, padding) do
+      payload = %{"inner" => inner, "pad" => String.duplicate("x", padding)}
+      JSON.encode!(put_in(event, ["params", "event", "payload"], payload))
+    end
+
+    # n + 1 nested objects: %{"n" => %{"n" => ... %{}}}.
+    defp nest(n), do: Enum.reduce(1..n, %{}, fn _, acc -> %{"n" => acc} end)
+  end
+
   describe "options" do
     test "unknown options raise ArgumentError" do
       message = accepted!("thread.closed.notification.json")

@@ -19,6 +19,7 @@ defmodule SamgitaProtocol.Schema.Validator do
   # and timestamps are checked without DateTime parsing.
 
   alias SamgitaProtocol.{Error, Schema}
+  alias SamgitaProtocol.Schema.Checker
 
   @max_id_bytes Schema.max_id_bytes()
   @definitions Schema.definitions()
@@ -47,17 +48,43 @@ defmodule SamgitaProtocol.Schema.Validator do
           {:ok, :request | :response | :notification, Schema.method_spec() | nil}
           | {:error, Error.t()}
   def message(message, opts) do
+    case Checker.message(message, mode(opts)) do
+      {:ok, _kind, _spec} = ok -> ok
+      :slow -> full_message(message, opts)
+    end
+  end
+
+  @doc false
+  # The full walk alone, which names the error (tests compare it with the
+  # fast path).
+  @spec full_message(term(), opts()) ::
+          {:ok, :request | :response | :notification, Schema.method_spec() | nil}
+          | {:error, Error.t()}
+  def full_message(message, opts) do
     {kind, spec} = check_message(message, 0, opts)
     {:ok, kind, spec}
   catch
     {:invalid, %Error{} = error} -> {:error, error}
   end
 
+  # What the fast path (Schema.Checker) must check: a decoded term was
+  # bounded in depth and checked for UTF-8 by the decoder.
+  defp mode(%{trusted: true}), do: {1_000_000_000, false}
+  defp mode(%{max_depth: max_depth}), do: {max_depth, true}
+
   @doc false
   # Validates a result object against a method's result schema. Violations
   # become `:invalid_result` with the original reason in `data`.
   @spec result(Schema.method_spec(), term(), opts()) :: :ok | {:error, Error.t()}
-  def result(%{result: type}, result, opts) do
+  def result(%{result: type} = spec, result, opts) do
+    with :slow <- Checker.result(spec, result, mode(opts)) do
+      full_result(type, result, opts)
+    end
+  end
+
+  @doc false
+  @spec full_result(Schema.type(), term(), opts()) :: :ok | {:error, Error.t()}
+  def full_result(type, result, opts) do
     check(result, type, ["result"], 2, opts)
     :ok
   catch

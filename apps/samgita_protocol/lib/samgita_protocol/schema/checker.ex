@@ -1,0 +1,312 @@
+defmodule SamgitaProtocol.Schema.Checker do
+  @moduledoc false
+  # The validator's fast path: answers whether a message (or a result) is
+  # valid, and nothing else.
+  #
+  # Every message the core sends or receives is validated, most of them
+  # valid, so `Validator` asks this module first and only walks the message
+  # again itself, with paths and messages, to name the error when this
+  # module says `:slow`. That keeps this walk lean: no paths, no error
+  # values, objects checked by direct lookups of their schema keys (present
+  # ones counted against `map_size/1`, which also rejects unknown and
+  # non-string keys), and for decoded terms (`trusted`) no depth or UTF-8
+  # checks at all, because the decoder already made them (see
+  # `SamgitaProtocol.Codec`).
+  #
+  # It is sound, not complete: `:ok` only where `Validator` would accept;
+  # anything unusual may be `:slow`. The validator's differential tests hold
+  # the two equal.
+
+  alias SamgitaProtocol.Schema
+  alias SamgitaProtocol.Schema.Validator
+
+  @max_id_bytes Schema.max_id_bytes()
+
+  # -- plans, computed at compile time -------------------------------------
+  #
+  # {:object, required, optional, task_ref?} with required and optional as
+  # [{key, plan}]; {:list, plan, min, max}; {:enum, %{value => true}};
+  # references resolved, {:ref, "notification"} as :notification; the
+  # envelope placeholders :params and :result kept.
+
+  definitions = Schema.definitions()
+
+  plan = fn
+    plan, {:object, required, optional} ->
+      fields = fn fields -> Enum.map(fields, fn {key, type} -> {key, plan.(plan, type)} end) end
+      task_ref? = Enum.any?(required ++ optional, &match?({"task_ref", _}, &1))
+      {:object, fields.(required), fields.(optional), task_ref?}
+
+    plan, {:list, type, min, max} ->
+      {:list, plan.(plan, type), min, max}
+
+    _plan, {:enum, values} ->
+      {:enum, Map.new(values, &{&1, true})}
+
+    _plan, {:ref, "notification"} ->
+      :notification
+
+    plan, {:ref, name} ->
+      plan.(plan, Map.fetch!(definitions, name))
+
+    _plan, type ->
+      type
+  end
+
+  # The fields `message/3` has already checked are left out of the envelopes.
+  envelope = fn kind, spec ->
+    {required, optional} = Schema.envelope(kind, spec)
+    prechecked = ["schema_version", "type", "method"]
+    required = Enum.reject(required, fn {key, _} -> key in prechecked end)
+    plan.(plan, {:object, required, optional})
+  end
+
+  @request_envelope envelope.(:request, %{mutation: false})
+  @mutation_envelope envelope.(:request, %{mutation: true})
+  @response_envelope envelope.(:response, nil)
+  @notification_envelope envelope.(:notification, nil)
+
+  @methods Map.new(Schema.methods(), fn spec ->
+             {spec.method,
+              {spec, plan.(plan, spec.params), spec.result && plan.(plan, spec.result)}}
+           end)
+
+  # The prechecked envelope fields, counted by object/6.
+  @request_prechecked 3
+  @notification_prechecked 3
+  @response_prechecked 2
+
+  @typedoc """
+  How much to check: `{max_depth, check_strings?}`. Decoded terms pass
+  `{:infinity, false}` (the decoder bounded depth and checked UTF-8;
+  every integer is less than an atom, so no depth is ever too deep), terms
+  built by callers `{max_depth, true}`.
+  """
+  @type mode :: {pos_integer() | :infinity, boolean()}
+
+  @spec message(term(), mode()) ::
+          {:ok, :request | :response | :notification, Schema.method_spec() | nil} | :slow
+  def message(message, mode) do
+    message(message, 0, mode)
+  catch
+    :slow -> :slow
+  end
+
+  # Validates `result` against the result schema of `spec`'s method.
+  @spec result(Schema.method_spec(), term(), mode()) :: :ok | :slow
+  def result(%{method: method}, result, mode) do
+    %{^method => {_spec, _params, plan}} = @methods
+    value(result, plan, nil, 2, mode)
+    :ok
+  catch
+    :slow -> :slow
+  end
+
+  # `base` is the depth of the enclosing value: 0 for a message on the wire,
+  # deeper for a notification inside a `stream/resume` result.
+  defp message(%{"schema_version" => "1.0", "type" => type} = message, base, mode) do
+    case type do
+      "request" -> request(message, base, mode)
+      "response" -> response(message, base, mode)
+      "notification" -> notification(message, base, mode)
+      _ -> throw(:slow)
+    end
+  end
+
+  defp message(_message, _base, _mode), do: throw(:slow)
+
+  defp request(%{"method" => method} = message, base, mode) do
+    case @methods do
+      %{^method => {%{kind: :request, mutation: mutation} = spec, params, _}} ->
+        if mutation != is_map_key(message, "command_id"), do: throw(:slow)
+        envelope = if mutation, do: @mutation_envelope, else: @request_envelope
+        object(message, envelope, @request_prechecked, params, base + 1, mode)
+        {:ok, :request, spec}
+
+      %{} ->
+        throw(:slow)
+    end
+  end
+
+  defp request(_message, _base, _mode), do: throw(:slow)
+
+  defp response(message, base, mode) do
+    case message do
+      %{"result" => _, "error" => _} -> throw(:slow)
+      %{"result" => result} when is_map(result) -> :ok
+      %{"error" => _} -> :ok
+      %{} -> throw(:slow)
+    end
+
+    object(message, @response_envelope, @response_prechecked, nil, base + 1, mode)
+    {:ok, :response, nil}
+  end
+
+  defp notification(%{"method" => method} = message, base, mode) do
+    case @methods do
+      %{^method => {%{kind: :notification} = spec, params, _}} ->
+        if is_map_key(message, "stream_id") != is_map_key(message, "cursor"), do: throw(:slow)
+        object(message, @notification_envelope, @notification_prechecked, params, base + 1, mode)
+        {:ok, :notification, spec}
+
+      %{} ->
+        throw(:slow)
+    end
+  end
+
+  defp notification(_message, _base, _mode), do: throw(:slow)
+
+  # `present` starts at the number of fields already checked; `params` is
+  # the method's params plan inside an envelope, nil below it.
+  defp object(map, {:object, required, optional, task_ref?}, present, params, depth, mode)
+       when is_map(map) do
+    {max_depth, _strings?} = mode
+    if depth > max_depth, do: throw(:slow)
+    present = required(required, map, present, params, depth + 1, mode)
+    present = optional(optional, map, present, params, depth + 1, mode)
+    if present != map_size(map), do: throw(:slow)
+
+    if task_ref? and is_map_key(map, "task_ref") and not is_map_key(map, "project_ref"),
+      do: throw(:slow)
+
+    :ok
+  end
+
+  defp object(_value, _plan, _present, _params, _depth, _mode), do: throw(:slow)
+
+  defp required([{key, plan} | rest], map, present, params, depth, mode) do
+    case map do
+      %{^key => value} ->
+        value(value, plan, params, depth, mode)
+        required(rest, map, present + 1, params, depth, mode)
+
+      %{} ->
+        throw(:slow)
+    end
+  end
+
+  defp required([], _map, present, _params, _depth, _mode), do: present
+
+  # Most objects carry no optional field: stop once every key is counted.
+  defp optional(_fields, map, present, _params, _depth, _mode) when map_size(map) == present,
+    do: present
+
+  defp optional([{key, plan} | rest], map, present, params, depth, mode) do
+    case map do
+      %{^key => value} ->
+        value(value, plan, params, depth, mode)
+        optional(rest, map, present + 1, params, depth, mode)
+
+      %{} ->
+        optional(rest, map, present, params, depth, mode)
+    end
+  end
+
+  defp optional([], _map, present, _params, _depth, _mode), do: present
+
+  defp value(value, :id, _params, _depth, mode)
+       when is_binary(value) and byte_size(value) in 1..@max_id_bytes,
+       do: string(value, mode)
+
+  defp value(value, :text, _params, _depth, mode) when is_binary(value), do: string(value, mode)
+
+  defp value(value, :timestamp, _params, _depth, _mode) when is_binary(value) do
+    if Validator.timestamp?(value), do: :ok, else: throw(:slow)
+  end
+
+  defp value(value, :cursor, _params, _depth, _mode) when is_integer(value) and value >= 0,
+    do: :ok
+
+  defp value(value, :position, _params, _depth, _mode) when is_integer(value) and value >= 1,
+    do: :ok
+
+  defp value(value, :boolean, _params, _depth, _mode) when is_boolean(value), do: :ok
+  defp value(value, {:const, value}, _params, _depth, _mode), do: :ok
+
+  defp value(value, {:enum, values}, _params, _depth, _mode) when is_map_key(values, value),
+    do: :ok
+
+  defp value(value, {:list, plan, min, max}, _params, depth, mode) when is_list(value) do
+    {max_depth, _strings?} = mode
+    if depth > max_depth, do: throw(:slow)
+    count = items(value, plan, depth + 1, mode, 0)
+    if count < min or count > max, do: throw(:slow)
+    :ok
+  end
+
+  defp value(value, {:object, _, _, _} = plan, _params, depth, mode),
+    do: object(value, plan, 0, nil, depth, mode)
+
+  defp value(value, :params, params, depth, mode) when params != nil,
+    do: object(value, params, 0, nil, depth, mode)
+
+  defp value(value, :notification, _params, depth, mode) do
+    {max_depth, _strings?} = mode
+    if depth > max_depth, do: throw(:slow)
+
+    case message(value, depth - 1, mode) do
+      {:ok, :notification, _spec} -> :ok
+      _ -> throw(:slow)
+    end
+  end
+
+  defp value(value, type, _params, depth, mode)
+       when is_map(value) and type in [:json_object, :result],
+       do: json(value, depth, mode)
+
+  defp value(_value, _plan, _params, _depth, _mode), do: throw(:slow)
+
+  defp items([item | rest], plan, depth, mode, count) do
+    value(item, plan, nil, depth, mode)
+    items(rest, plan, depth, mode, count + 1)
+  end
+
+  defp items([], _plan, _depth, _mode, count), do: count
+  defp items(_improper_tail, _plan, _depth, _mode, _count), do: throw(:slow)
+
+  defp string(_string, {_max_depth, false}), do: :ok
+
+  defp string(string, {_max_depth, true}) do
+    if String.valid?(string, :fast_ascii), do: :ok, else: throw(:slow)
+  end
+
+  # Free-form JSON: nothing to check in a decoded term; in a caller's term
+  # string keys, UTF-8, JSON values only and bounded depth.
+  defp json(_value, _depth, {_max_depth, false}), do: :ok
+
+  defp json(value, depth, mode) when is_map(value) do
+    {max_depth, _strings?} = mode
+    if depth > max_depth, do: throw(:slow)
+    json_pairs(:maps.next(:maps.iterator(value)), depth + 1, mode)
+  end
+
+  defp json(value, depth, mode) when is_list(value) do
+    {max_depth, _strings?} = mode
+    if depth > max_depth, do: throw(:slow)
+    json_items(value, depth + 1, mode)
+  end
+
+  defp json(value, _depth, mode) when is_binary(value), do: string(value, mode)
+
+  defp json(value, _depth, _mode) when is_number(value) or is_boolean(value) or is_nil(value),
+    do: :ok
+
+  defp json(_value, _depth, _mode), do: throw(:slow)
+
+  defp json_pairs({key, value, iter}, depth, mode) when is_binary(key) do
+    string(key, mode)
+    json(value, depth, mode)
+    json_pairs(:maps.next(iter), depth, mode)
+  end
+
+  defp json_pairs(:none, _depth, _mode), do: :ok
+  defp json_pairs(_non_string_key, _depth, _mode), do: throw(:slow)
+
+  defp json_items([item | rest], depth, mode) do
+    json(item, depth, mode)
+    json_items(rest, depth, mode)
+  end
+
+  defp json_items([], _depth, _mode), do: :ok
+  defp json_items(_improper_tail, _depth, _mode), do: throw(:slow)
+end
