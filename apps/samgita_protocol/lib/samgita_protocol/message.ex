@@ -178,18 +178,19 @@ defmodule SamgitaProtocol.Message do
   # between authenticated peers, it is not a security boundary.
   def fingerprint(term), do: :erlang.md5(:erlang.term_to_binary(term, [:deterministic]))
 
-  # Messages decoded from at most this many bytes are remembered as the
-  # decoded term itself: it is already in memory (a reference, not a copy)
-  # and comparing it costs less than serializing and hashing it. Larger
-  # messages, and maps handed in without their bytes, are remembered by
-  # fingerprint so a bounded window never holds large terms.
+  # Messages decoded from at most this many bytes are remembered by what is
+  # already in memory: their decoded term or the binary it came from (a
+  # reference, not a copy), cheaper to compare than to serialize and hash.
+  # Larger messages, and maps handed in without their bytes, are remembered
+  # by fingerprint so a bounded window never holds large terms.
   @inline_bytes 1024
 
-  @type content_key :: {:term, term()} | {:md5, binary()}
+  @type content_key :: {:term, term()} | {:wire, binary()} | {:md5, binary()}
 
   @doc false
-  # What duplicate/conflict windows remember of a message. `wire` is the
-  # binary it was decoded from, or nil for a map handed in.
+  # What a stream's duplicate/conflict check remembers of a notification
+  # that is buffered anyway (so keeping its term costs nothing more). `wire`
+  # is the binary it was decoded from, or nil for a map handed in.
   def content_key(term, wire) when is_binary(wire) do
     # Decoded strings are sub-binaries of the wire form, so keeping the term
     # keeps the whole binary it was cut from alive: a frame sliced out of a
@@ -202,9 +203,35 @@ defmodule SamgitaProtocol.Message do
   def content_key(term, nil), do: {:md5, fingerprint(term)}
 
   @doc false
-  # Exact content equality (`===`: 1 and 1.0 differ, as they do on the wire).
-  def same_content?({:term, kept}, term), do: kept === term
-  def same_content?({:md5, digest}, term), do: fingerprint(term) == digest
+  # What the bounded identity windows (completed responses, seen requests)
+  # remember of a message that is otherwise dropped: its wire binary, a few
+  # words on the heap where the decoded term is dozens. A window of 128
+  # decoded terms, each outliving a few garbage collections and dying in
+  # the old heap, cost a round trip about a tenth of its time.
+  def window_key(term, wire) when is_binary(wire) do
+    if :binary.referenced_byte_size(wire) <= @inline_bytes,
+      do: {:wire, wire},
+      else: {:md5, fingerprint(term)}
+  end
+
+  def window_key(term, nil), do: {:md5, fingerprint(term)}
+
+  @doc false
+  # Exact content equality (`===`: 1 and 1.0 differ, as they do on the
+  # wire) of a remembered message and `term`, decoded from `wire` (or nil).
+  # The same bytes are the same content; other bytes (whitespace, key
+  # order) are decoded again and compared, which only a repeated delivery
+  # ever pays for.
+  def same_content?(key, term, wire \\ nil)
+  def same_content?({:term, kept}, term, _wire), do: kept === term
+  def same_content?({:wire, kept}, _term, kept), do: true
+
+  def same_content?({:wire, kept}, term, _wire) do
+    {:ok, decoded} = SamgitaProtocol.Codec.decode(kept)
+    decoded === term
+  end
+
+  def same_content?({:md5, digest}, term, _wire), do: fingerprint(term) == digest
 
   # Errors that leave us must have a defined code; anything else becomes
   # a fixed internal error so no host data leaks onto the wire.

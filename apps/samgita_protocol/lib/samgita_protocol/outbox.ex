@@ -173,12 +173,12 @@ defmodule SamgitaProtocol.Outbox do
   def receive_response(outbox, %{"id" => id} = response, wire, now) do
     case Map.fetch(outbox.pending, id) do
       {:ok, entry} ->
-        settle(outbox, id, entry, response, Message.content_key(response, wire), now)
+        settle(outbox, id, entry, response, Message.window_key(response, wire), now)
 
       :error ->
         case Window.fetch(outbox.completed, id) do
           {:ok, {:done, key}} ->
-            if Message.same_content?(key, response),
+            if Message.same_content?(key, response, wire),
               do: {:ok, :duplicate, outbox},
               else:
                 {:error, conflicting(id, "differs from the response already received"), outbox}

@@ -384,7 +384,14 @@ defmodule SamgitaProtocol.Schema do
 
   """
   @spec method(String.t()) :: method_spec() | nil
-  def method(name), do: Map.get(@by_name, name)
+  # One clause per name: the compiler matches binaries by size and bytes,
+  # where a lookup in a map of 20 string keys compares them one by one
+  # (this runs for every message).
+  for {name, spec} <- @by_name do
+    def method(unquote(name)), do: unquote(Macro.escape(spec))
+  end
+
+  def method(_name), do: nil
 
   @doc "The named definitions referenced with `{:ref, name}`."
   @spec definitions() :: %{String.t() => type() | :any_notification}

@@ -239,9 +239,9 @@ defmodule SamgitaProtocol.Server do
   defp remember(server, %{"id" => id}, key),
     do: %{server | seen: Window.put(server.seen, id, key)}
 
-  defp reused_with_other_content?(server, %{"id" => id} = request) do
+  defp reused_with_other_content?(server, %{"id" => id} = request, wire) do
     case Window.fetch(server.seen, id) do
-      {:ok, key} -> not Message.same_content?(key, request)
+      {:ok, key} -> not Message.same_content?(key, request, wire)
       :error -> false
     end
   end
@@ -251,7 +251,7 @@ defmodule SamgitaProtocol.Server do
 
     refusal =
       cond do
-        reused_with_other_content?(server, request) ->
+        reused_with_other_content?(server, request, wire) ->
           Error.new(:conflict, "request id reused with different content", %{"id" => id})
 
         method == "connection/initialize" and server.state != :new ->
@@ -277,7 +277,7 @@ defmodule SamgitaProtocol.Server do
         {:conflict, Message.error_response(request, refusal)}
 
       true ->
-        server = remember(server, request, Message.content_key(request, wire))
+        server = remember(server, request, Message.window_key(request, wire))
 
         cond do
           refusal -> {:reply, Message.error_response(request, refusal), server}

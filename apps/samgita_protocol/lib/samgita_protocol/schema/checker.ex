@@ -58,7 +58,10 @@ defmodule SamgitaProtocol.Schema.Checker do
     {required, optional} = Schema.envelope(kind, spec)
     prechecked = ["schema_version", "type", "method"]
     required = Enum.reject(required, fn {key, _} -> key in prechecked end)
-    plan.(plan, {:object, required, optional})
+    # A response carries result or error and rarely anything else: look
+    # for those first, so the optional walk usually stops after one lookup.
+    {first, rest} = Enum.split_with(optional, fn {key, _} -> key in ["result", "error"] end)
+    plan.(plan, {:object, required, first ++ rest})
   end
 
   @request_envelope envelope.(:request, %{mutation: false})
@@ -66,10 +69,13 @@ defmodule SamgitaProtocol.Schema.Checker do
   @response_envelope envelope.(:response, nil)
   @notification_envelope envelope.(:notification, nil)
 
-  @methods Map.new(Schema.methods(), fn spec ->
-             {spec.method,
-              {spec, plan.(plan, spec.params), spec.result && plan.(plan, spec.result)}}
-           end)
+  # One clause per method name (see Schema.method/1).
+  for spec <- Schema.methods() do
+    plans = {spec, plan.(plan, spec.params), spec.result && plan.(plan, spec.result)}
+    defp method(unquote(spec.method)), do: unquote(Macro.escape(plans))
+  end
+
+  defp method(_name), do: nil
 
   # The prechecked envelope fields, counted by object/6.
   @request_prechecked 3
@@ -95,7 +101,7 @@ defmodule SamgitaProtocol.Schema.Checker do
   # Validates `result` against the result schema of `spec`'s method.
   @spec result(Schema.method_spec(), term(), mode()) :: :ok | :slow
   def result(%{method: method}, result, mode) do
-    %{^method => {_spec, _params, plan}} = @methods
+    {_spec, _params, plan} = method(method)
     value(result, plan, nil, 2, mode)
     :ok
   catch
@@ -116,14 +122,14 @@ defmodule SamgitaProtocol.Schema.Checker do
   defp message(_message, _base, _mode), do: throw(:slow)
 
   defp request(%{"method" => method} = message, base, mode) do
-    case @methods do
-      %{^method => {%{kind: :request, mutation: mutation} = spec, params, _}} ->
+    case method(method) do
+      {%{kind: :request, mutation: mutation} = spec, params, _} ->
         if mutation != is_map_key(message, "command_id"), do: throw(:slow)
         envelope = if mutation, do: @mutation_envelope, else: @request_envelope
         object(message, envelope, @request_prechecked, params, base + 1, mode)
         {:ok, :request, spec}
 
-      %{} ->
+      _ ->
         throw(:slow)
     end
   end
@@ -143,13 +149,13 @@ defmodule SamgitaProtocol.Schema.Checker do
   end
 
   defp notification(%{"method" => method} = message, base, mode) do
-    case @methods do
-      %{^method => {%{kind: :notification} = spec, params, _}} ->
+    case method(method) do
+      {%{kind: :notification} = spec, params, _} ->
         if is_map_key(message, "stream_id") != is_map_key(message, "cursor"), do: throw(:slow)
         object(message, @notification_envelope, @notification_prechecked, params, base + 1, mode)
         {:ok, :notification, spec}
 
-      %{} ->
+      _ ->
         throw(:slow)
     end
   end
@@ -162,14 +168,21 @@ defmodule SamgitaProtocol.Schema.Checker do
        when is_map(map) do
     {max_depth, _strings?} = mode
     if depth > max_depth, do: throw(:slow)
-    present = required(required, map, present, params, depth + 1, mode)
-    present = optional(optional, map, present, params, depth + 1, mode)
-    if present != map_size(map), do: throw(:slow)
 
-    if task_ref? and is_map_key(map, "task_ref") and not is_map_key(map, "project_ref"),
-      do: throw(:slow)
+    case required(required, map, present, params, depth + 1, mode) do
+      # No optional field present, so no task_ref either.
+      present when present == map_size(map) ->
+        :ok
 
-    :ok
+      present ->
+        present = optional(optional, map, present, params, depth + 1, mode)
+        if present != map_size(map), do: throw(:slow)
+
+        if task_ref? and is_map_key(map, "task_ref") and not is_map_key(map, "project_ref"),
+          do: throw(:slow)
+
+        :ok
+    end
   end
 
   defp object(_value, _plan, _present, _params, _depth, _mode), do: throw(:slow)

@@ -73,9 +73,13 @@ defmodule SamgitaProtocol.Schema.Encoder do
   @response_envelope envelope.(:response, nil)
   @notification_envelope envelope.(:notification, nil)
 
-  @methods Map.new(Schema.methods(), fn spec ->
-             {spec.method, {spec.kind, spec.mutation, plan.(plan, spec.params)}}
-           end)
+  # One clause per method name (see Schema.method/1).
+  for spec <- Schema.methods() do
+    plans = {spec.kind, spec.mutation, plan.(plan, spec.params)}
+    defp method(unquote(spec.method)), do: unquote(Macro.escape(plans))
+  end
+
+  defp method(_name), do: nil
 
   # -- encoding ------------------------------------------------------------
 
@@ -101,13 +105,13 @@ defmodule SamgitaProtocol.Schema.Encoder do
   defp message(_message, _max), do: throw(:slow)
 
   defp request(%{"method" => method} = message, max) do
-    case @methods do
-      %{^method => {:request, mutation, params}} ->
+    case method(method) do
+      {:request, mutation, params} ->
         if mutation != is_map_key(message, "command_id"), do: throw(:slow)
         envelope = if mutation, do: @mutation_envelope, else: @request_envelope
         object(message, envelope, params, 1, max, <<>>)
 
-      %{} ->
+      _ ->
         throw(:slow)
     end
   end
@@ -120,12 +124,12 @@ defmodule SamgitaProtocol.Schema.Encoder do
   end
 
   defp notification(%{"method" => method} = message, max) do
-    case @methods do
-      %{^method => {:notification, _mutation, params}} ->
+    case method(method) do
+      {:notification, _mutation, params} ->
         if is_map_key(message, "stream_id") != is_map_key(message, "cursor"), do: throw(:slow)
         object(message, @notification_envelope, params, 1, max, <<>>)
 
-      %{} ->
+      _ ->
         throw(:slow)
     end
   end
