@@ -227,8 +227,11 @@ defmodule SamgitaProtocol.Message do
   def same_content?({:wire, kept}, _term, kept), do: true
 
   def same_content?({:wire, kept}, term, _wire) do
-    {:ok, decoded} = SamgitaProtocol.Codec.decode(kept)
-    decoded === term
+    # `kept` was decoded and validated once already; this cannot fail.
+    case SamgitaProtocol.Codec.decode(kept) do
+      {:ok, decoded} -> decoded === term
+      {:error, _} -> false
+    end
   end
 
   def same_content?({:md5, digest}, term, _wire), do: fingerprint(term) == digest

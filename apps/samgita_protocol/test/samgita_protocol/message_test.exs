@@ -22,6 +22,44 @@ defmodule SamgitaProtocol.MessageTest do
       assert {:term, _} = Message.content_key(JSON.decode!(long), long)
     end
 
+    test "windows keep small wire forms as bytes, large or sliced ones by fingerprint" do
+      message = %{
+        "schema_version" => "1.0",
+        "type" => "notification",
+        "method" => "thread/closed",
+        "params" => %{"thread_id" => "t1"}
+      }
+
+      json = JSON.encode!(message)
+      assert {:wire, ^json} = Message.window_key(message, json)
+      assert {:md5, _} = Message.window_key(message, nil)
+      padded = json <> String.duplicate(" ", 2_000)
+      assert {:md5, _} = Message.window_key(message, padded)
+
+      buffer = String.duplicate(" ", 100_000) <> json
+      frame = binary_part(buffer, 100_000, byte_size(json))
+      assert {:md5, _} = Message.window_key(message, frame)
+    end
+
+    test "a window's wire form compares content, not bytes" do
+      message = %{
+        "schema_version" => "1.0",
+        "type" => "notification",
+        "method" => "thread/closed",
+        "params" => %{"thread_id" => "t1"}
+      }
+
+      json = JSON.encode!(message)
+      key = Message.window_key(message, json)
+      # The same bytes, other bytes of the same content, or no bytes at all.
+      assert Message.same_content?(key, message, json)
+      assert Message.same_content?(key, message, " " <> json)
+      assert Message.same_content?(key, message, nil)
+      other = put_in(message, ["params", "thread_id"], "t2")
+      refute Message.same_content?(key, other, JSON.encode!(other))
+      refute Message.same_content?(key, other, nil)
+    end
+
     test "both forms compare exact content, whatever form the later copy has" do
       term = %{"n" => 1, "list" => [1, 2]}
 
