@@ -8,7 +8,7 @@ defmodule SamgitaProtocol.Outbox do
   # `uncertain` or (after a response) nowhere but the completed window.
   # Nothing here ever re-sends a request.
 
-  alias SamgitaProtocol.{Contract, Error, Message, Schema, Window}
+  alias SamgitaProtocol.{Contract, Error, Message, RecentIds, Schema}
 
   @type entry :: %{
           request: map(),
@@ -18,7 +18,7 @@ defmodule SamgitaProtocol.Outbox do
 
   @type t :: %__MODULE__{
           pending: %{String.t() => entry()},
-          completed: Window.t(),
+          completed: RecentIds.t(),
           uncertain: %{String.t() => %{request: map(), reason: atom()}},
           pending_mutations: non_neg_integer(),
           generation: pos_integer(),
@@ -33,7 +33,7 @@ defmodule SamgitaProtocol.Outbox do
         }
 
   defstruct pending: %{},
-            completed: Window.new(128),
+            completed: RecentIds.new(128),
             uncertain: %{},
             pending_mutations: 0,
             generation: 1,
@@ -51,7 +51,7 @@ defmodule SamgitaProtocol.Outbox do
     %__MODULE__{
       prefix: prefix,
       id_prefix: id_prefix(prefix, 1),
-      completed: Window.new(limits.max_completed),
+      completed: RecentIds.new(limits.max_completed),
       id_generator: limits.id_generator,
       max_outstanding_requests: limits.max_outstanding_requests,
       max_uncertain_commands: limits.max_uncertain_commands,
@@ -128,7 +128,7 @@ defmodule SamgitaProtocol.Outbox do
   @spec check(t(), String.t(), Schema.method_spec()) :: :ok | {:error, Error.t()}
   def check(outbox, id, spec) do
     cond do
-      is_map_key(outbox.pending, id) or Window.member?(outbox.completed, id) or
+      is_map_key(outbox.pending, id) or RecentIds.member?(outbox.completed, id) or
           is_map_key(outbox.uncertain, id) ->
         {:error,
          Error.new(:conflict, "request id is already in use on this connection", %{"id" => id})}
@@ -176,7 +176,7 @@ defmodule SamgitaProtocol.Outbox do
         settle(outbox, id, entry, response, Message.window_key(response, wire), now)
 
       :error ->
-        case Window.fetch(outbox.completed, id) do
+        case RecentIds.fetch(outbox.completed, id) do
           {:ok, {:done, key}} ->
             if Message.same_content?(key, response, wire),
               do: {:ok, :duplicate, outbox},
@@ -226,7 +226,7 @@ defmodule SamgitaProtocol.Outbox do
       outbox
       | pending: Map.delete(outbox.pending, id),
         pending_mutations: outbox.pending_mutations - if(entry.spec.mutation, do: 1, else: 0),
-        completed: Window.put(outbox.completed, id, marker)
+        completed: RecentIds.put(outbox.completed, id, marker)
     }
   end
 
@@ -295,7 +295,7 @@ defmodule SamgitaProtocol.Outbox do
       outbox
       | pending: %{},
         pending_mutations: 0,
-        completed: Window.clear(outbox.completed),
+        completed: RecentIds.clear(outbox.completed),
         generation: outbox.generation + 1,
         id_prefix: id_prefix(outbox.prefix, outbox.generation + 1),
         counter: 0

@@ -11,7 +11,7 @@ defmodule SamgitaProtocol.Server do
   """
   @moduledoc since: "0.1.0"
 
-  alias SamgitaProtocol.{Codec, Contract, Error, Message, Options, Outbox, Schema, Window}
+  alias SamgitaProtocol.{Codec, Contract, Error, Message, Options, Outbox, RecentIds, Schema}
 
   @type t :: %__MODULE__{}
 
@@ -113,7 +113,7 @@ defmodule SamgitaProtocol.Server do
        host_id: o.host_id || random_id("host-"),
        connection_id: o.connection_id || random_id("conn-"),
        outbox: Outbox.new("s", o),
-       seen: Window.new(o.max_completed),
+       seen: RecentIds.new(o.max_completed),
        positions: Options.stream_positions!(:positions, o.positions, o.max_streams),
        limits: o
      }}
@@ -237,10 +237,10 @@ defmodule SamgitaProtocol.Server do
   # Identity reuse: the same id with different content is a conflict. The
   # same request again is handled again (the host deduplicates by command_id).
   defp remember(server, %{"id" => id}, key),
-    do: %{server | seen: Window.put(server.seen, id, key)}
+    do: %{server | seen: RecentIds.put(server.seen, id, key)}
 
   defp reused_with_other_content?(server, %{"id" => id} = request, wire) do
-    case Window.fetch(server.seen, id) do
+    case RecentIds.fetch(server.seen, id) do
       {:ok, key} -> not Message.same_content?(key, request, wire)
       :error -> false
     end

@@ -207,7 +207,10 @@ defmodule SamgitaProtocol.ConnectionModelTest do
     c = m.c
     assert map_size(Client.pending(c)) <= 4
     assert map_size(Client.uncertain(c)) <= 3
-    assert SamgitaProtocol.Window.size(c.outbox.completed) <= 8
+    # The terminal-identity window: at most 8 findable, 2 x 8 held.
+    %{current: current, previous: previous} = c.outbox.completed
+    assert SamgitaProtocol.RecentIds.size(c.outbox.completed) <= 8
+    assert map_size(current) < 8 and map_size(previous) <= 8
     assert map_size(Client.incoming(c)) <= 4
     m
   end
