@@ -27,7 +27,7 @@ defmodule SamgitaProtocol.Codec do
   @moduledoc since: "0.1.0"
 
   alias SamgitaProtocol.Error
-  alias SamgitaProtocol.Schema.{Encoder, Validator}
+  alias SamgitaProtocol.Schema.{Checker, Encoder, Validator}
 
   @default_max_message_bytes 1_048_576
   @default_max_depth 32
@@ -87,14 +87,31 @@ defmodule SamgitaProtocol.Codec do
 
   def decode_message(binary, _max_bytes, max_depth) do
     case decode_json(binary, max_depth) do
-      {:ok, term} ->
-        with {:ok, _kind, _spec} <-
-               Validator.message(term, %{trusted: true, max_depth: max_depth}),
-             do: {:ok, term}
+      {:ok, term, depth} ->
+        # The fast check also bounds depth (it visits every container), so
+        # a valid message is done here; anything else is measured first
+        # (depth errors come before schema errors) and then named by the
+        # full validator.
+        case Checker.message(term, {max_depth, false}) do
+          {:ok, _kind, _spec} -> {:ok, term}
+          :slow -> explain(term, depth, max_depth)
+        end
 
       {:error, error} ->
         {:error, classify_json_error(binary, error)}
     end
+  end
+
+  defp explain(term, :unmeasured, max_depth) do
+    if within_depth?(term, 1, max_depth),
+      do: explain(term, :bounded, max_depth),
+      else: {:error, depth_error(max_depth)}
+  end
+
+  defp explain(term, :bounded, max_depth) do
+    with {:ok, _kind, _spec} <-
+           Validator.full_message(term, %{trusted: true, max_depth: max_depth}),
+         do: {:ok, term}
   end
 
   # OTP's decoder validates UTF-8 inside strings and accepts only ASCII
@@ -258,27 +275,21 @@ defmodule SamgitaProtocol.Codec do
 
   # Depth is bounded one of two ways. A message of at most @tracked_above
   # bytes is decoded with OTP's default callbacks (only objects are checked
-  # for repeated keys) and its nesting is measured afterwards, before the
-  # schema is looked at: a term built from so few bytes is small whatever
-  # its depth. A larger message is decoded with depth-tracking start/finish
+  # for repeated keys) and its nesting is measured afterwards, by the fast
+  # schema check or, when that fails, before the schema is named
+  # (`:unmeasured`): a term built from so few bytes is small whatever its
+  # depth. A larger message is decoded with depth-tracking start/finish
   # callbacks, so no term deeper than `max_depth` is ever built from it;
   # those callbacks (the depth lives in the process dictionary for the
   # duration of the call) cost about 40% of the decode of a small message.
   @tracked_above 16_384
 
-  defp decode_json(binary, max_depth) when byte_size(binary) <= @tracked_above do
+  defp decode_json(binary, _max_depth) when byte_size(binary) <= @tracked_above do
     case :json.decode(binary, [], %{null: nil, object_finish: &__MODULE__.finish_object/2}) do
       {term, _acc, rest} ->
-        cond do
-          not whitespace?(rest) ->
-            {:error, Error.peer(:invalid_json, "unexpected data after the JSON value")}
-
-          within_depth?(term, 1, max_depth) ->
-            {:ok, term}
-
-          true ->
-            {:error, depth_error(max_depth)}
-        end
+        if whitespace?(rest),
+          do: {:ok, term, :unmeasured},
+          else: {:error, Error.peer(:invalid_json, "unexpected data after the JSON value")}
     end
   catch
     {:duplicate_key, key} -> {:error, duplicate_key_error(key)}
@@ -305,7 +316,7 @@ defmodule SamgitaProtocol.Codec do
     case :json.decode(binary, [], decoders) do
       {term, _acc, rest} ->
         if whitespace?(rest),
-          do: {:ok, term},
+          do: {:ok, term, :bounded},
           else: {:error, Error.peer(:invalid_json, "unexpected data after the JSON value")}
     end
   catch

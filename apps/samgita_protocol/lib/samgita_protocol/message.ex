@@ -20,6 +20,17 @@ defmodule SamgitaProtocol.Message do
   def context_keys, do: @context_keys
 
   @doc false
+  def request(id, method, params, []) do
+    %{
+      "schema_version" => Schema.version(),
+      "type" => "request",
+      "id" => id,
+      "correlation_id" => id,
+      "method" => method,
+      "params" => params
+    }
+  end
+
   def request(id, method, params, opts) do
     %{
       "schema_version" => Schema.version(),
@@ -75,6 +86,8 @@ defmodule SamgitaProtocol.Message do
   @doc false
   # Per-call options are caller code: an unknown one raises, whatever the
   # connection state, rather than silently dropping context.
+  def check_opts!([], _allowed, _what), do: :ok
+
   def check_opts!(opts, allowed, what) do
     Enum.each(opts, fn
       {key, _} when is_atom(key) ->

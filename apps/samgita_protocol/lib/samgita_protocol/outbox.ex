@@ -110,6 +110,8 @@ defmodule SamgitaProtocol.Outbox do
   # sending a request without the context the caller meant to give it.
   # Checked first, whatever the connection state.
   @spec check_request_opts!(keyword()) :: :ok
+  def check_request_opts!([]), do: :ok
+
   def check_request_opts!(opts) do
     Message.check_opts!(opts, @request_opts, "request")
 

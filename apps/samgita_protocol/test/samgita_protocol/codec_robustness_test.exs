@@ -197,6 +197,36 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
     end
   end
 
+  # Inputs up to 16 KiB are decoded untracked and bounded in depth by the
+  # schema walk; padded past 16 KiB with trailing whitespace the same input
+  # takes the depth-tracking decoder. Both must answer alike.
+  test "small and large decoder paths agree on mutated fixtures", %{
+    fixtures: fixtures,
+    maps: maps
+  } do
+    padding = String.duplicate(" ", 16_384)
+
+    mismatches =
+      for i <- 1..div(@iterations, 2),
+          input =
+            if(rem(i, 2) == 0,
+              do: fixtures |> Enum.random() |> mutate_bytes(:rand.uniform(4)),
+              else: maps |> Enum.random() |> mutate_json(:rand.uniform(3)) |> JSON.encode!()
+            ),
+          small = outcome(Codec.decode(input)),
+          large = outcome(Codec.decode(input <> padding)),
+          small != large,
+          do: {input, small, large}
+
+    assert mismatches == [],
+           "#{length(mismatches)} differ, first: #{inspect(Enum.take(mismatches, 1))}"
+  end
+
+  # The padding itself changes what a syntax error message says about the
+  # end of the input; everything else must be equal.
+  defp outcome({:error, %Error{code: :invalid_json} = e}), do: {:error, e.code, e.origin}
+  defp outcome(other), do: other
+
   test "every accepted fixture still decodes after whitespace changes", %{fixtures: fixtures} do
     for binary <- fixtures do
       assert {:ok, _} = Codec.decode(" \n\t" <> binary <> " \r\n")

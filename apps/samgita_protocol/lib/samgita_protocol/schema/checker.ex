@@ -9,9 +9,10 @@ defmodule SamgitaProtocol.Schema.Checker do
   # module says `:slow`. That keeps this walk lean: no paths, no error
   # values, objects checked by direct lookups of their schema keys (present
   # ones counted against `map_size/1`, which also rejects unknown and
-  # non-string keys), and for decoded terms (`trusted`) no depth or UTF-8
-  # checks at all, because the decoder already made them (see
-  # `SamgitaProtocol.Codec`).
+  # non-string keys), and for decoded terms (`trusted`) no UTF-8 checks,
+  # which the decoder already made. Depth is checked at every container, so
+  # `SamgitaProtocol.Codec` relies on this walk to bound the depth of small
+  # decoded messages.
   #
   # It is sound, not complete: `:ok` only where `Validator` would accept;
   # anything unusual may be `:slow`. The validator's differential tests hold
@@ -84,11 +85,11 @@ defmodule SamgitaProtocol.Schema.Checker do
 
   @typedoc """
   How much to check: `{max_depth, check_strings?}`. Decoded terms pass
-  `{:infinity, false}` (the decoder bounded depth and checked UTF-8;
-  every integer is less than an atom, so no depth is ever too deep), terms
-  built by callers `{max_depth, true}`.
+  `{max_depth, false}` (the decoder checked UTF-8), terms built by callers
+  `{max_depth, true}`. Every container is visited, so `:ok` also means the
+  term is at most `max_depth` deep.
   """
-  @type mode :: {pos_integer() | :infinity, boolean()}
+  @type mode :: {pos_integer(), boolean()}
 
   @spec message(term(), mode()) ::
           {:ok, :request | :response | :notification, Schema.method_spec() | nil} | :slow
@@ -283,10 +284,8 @@ defmodule SamgitaProtocol.Schema.Checker do
     if String.valid?(string, :fast_ascii), do: :ok, else: throw(:slow)
   end
 
-  # Free-form JSON: nothing to check in a decoded term; in a caller's term
-  # string keys, UTF-8, JSON values only and bounded depth.
-  defp json(_value, _depth, {_max_depth, false}), do: :ok
-
+  # Free-form JSON: bounded depth and, in a caller's term, string keys,
+  # UTF-8 and JSON values only (a decoded term has nothing else).
   defp json(value, depth, mode) when is_map(value) do
     {max_depth, _strings?} = mode
     if depth > max_depth, do: throw(:slow)

@@ -32,15 +32,20 @@ defmodule SamgitaProtocol.Schema.Encoder do
 
   definitions = Schema.definitions()
 
+  # Schema strings (keys, enum values, constants) are written without
+  # escaping: each must be its own JSON string body.
+  plain! = fn string ->
+    ^string = string |> JSON.encode!() |> binary_part(1, byte_size(string))
+    string
+  end
+
   plan = fn
     plan, {:object, required, optional} ->
       fields =
         Map.new(
           Enum.map(required, &{&1, true}) ++ Enum.map(optional, &{&1, false}),
           fn {{key, type}, required?} ->
-            # Schema keys are plain ASCII: their JSON form is the key in quotes.
-            ^key = key |> JSON.encode!() |> binary_part(1, byte_size(key))
-            {key, {"\"" <> key <> "\":", plan.(plan, type), required?}}
+            {key, {"\"" <> plain!.(key) <> "\":", plan.(plan, type), required?}}
           end
         )
 
@@ -51,7 +56,10 @@ defmodule SamgitaProtocol.Schema.Encoder do
       {:list, plan.(plan, type), min, max}
 
     _plan, {:enum, values} ->
-      {:enum, Map.new(values, &{&1, true})}
+      {:enum, Map.new(values, &{plain!.(&1), true})}
+
+    _plan, {:const, value} ->
+      {:const, plain!.(value)}
 
     _plan, {:ref, "notification"} ->
       :slow
@@ -185,8 +193,9 @@ defmodule SamgitaProtocol.Schema.Encoder do
   defp value(true, :boolean, _params, _depth, _max, acc), do: <<acc::binary, "true">>
   defp value(false, :boolean, _params, _depth, _max, acc), do: <<acc::binary, "false">>
 
-  defp value(value, {:const, value}, _params, _depth, _max, acc) when is_binary(value),
-    do: string(value, acc)
+  # Constants are schema strings too (checked when the plans are built).
+  defp value(value, {:const, value}, _params, _depth, _max, acc),
+    do: <<acc::binary, ?", value::binary, ?">>
 
   # Enum values are schema strings: plain ASCII, written as they are.
   defp value(value, {:enum, values}, _params, _depth, _max, acc) when is_map_key(values, value),

@@ -67,10 +67,9 @@ defmodule SamgitaProtocol.Schema.Validator do
     {:invalid, %Error{} = error} -> {:error, error}
   end
 
-  # What the fast path (Schema.Checker) must check: a decoded term was
-  # bounded in depth and checked for UTF-8 by the decoder.
-  defp mode(%{trusted: true}), do: {1_000_000_000, false}
-  defp mode(%{max_depth: max_depth}), do: {max_depth, true}
+  # What the fast path (Schema.Checker) must check: a decoded term's strings
+  # were checked for UTF-8 by the decoder.
+  defp mode(%{trusted: trusted, max_depth: max_depth}), do: {max_depth, not trusted}
 
   @doc false
   # Validates a result object against a method's result schema. Violations
