@@ -99,6 +99,16 @@ defmodule SamgitaProtocol.Schema.Checker do
     :slow -> :slow
   end
 
+  # Validates a request's `params` against `spec`'s params schema, as they
+  # sit in an envelope (depth 2).
+  @spec params(Schema.method_spec(), term(), mode()) :: :ok | :slow
+  def params(%{method: method}, params, mode) do
+    {_spec, plan, _result} = method(method)
+    value(params, :params, plan, 2, mode)
+  catch
+    :slow -> :slow
+  end
+
   # Validates `result` against the result schema of `spec`'s method.
   @spec result(Schema.method_spec(), term(), mode()) :: :ok | :slow
   def result(%{method: method}, result, mode) do
