@@ -18,76 +18,64 @@ defmodule SamgitaProtocol.Schema.Encoder do
   # this module; the codec's differential tests hold the two paths equal.
 
   alias SamgitaProtocol.Schema
-  alias SamgitaProtocol.Schema.Validator
+  alias SamgitaProtocol.Schema.{Plan, Validator}
 
   @max_id_bytes Schema.max_id_bytes()
 
-  # -- plans, computed at compile time -------------------------------------
-  #
-  # {:object, fields, required_count, task_ref?} where fields maps each key
-  # to {"\"key\":", plan, required?}; {:list, plan, min, max};
-  # {:enum, %{value => true}}; references resolved; the envelope
-  # placeholders :params and :result kept; {:ref, "notification"} (only in
-  # results, never in an envelope) becomes :slow.
+  # -- plans, computed at compile time (see Schema.Plan) ---------------------
 
-  definitions = Schema.definitions()
+  envelope = fn kind, spec ->
+    {required, optional} = Schema.envelope(kind, spec)
+    {:object, required, optional}
+  end
 
-  # Schema strings (keys, enum values, constants) are written without
-  # escaping: each must be its own JSON string body.
+  envelopes = [
+    envelope.(:request, %{mutation: false}),
+    envelope.(:request, %{mutation: true}),
+    envelope.(:response, nil),
+    envelope.(:notification, nil)
+  ]
+
+  methods = Schema.methods()
+  {plans, fields} = Plan.build(envelopes ++ Enum.map(methods, & &1.params), Schema.definitions())
+  {[request, mutation, response, notification], params_plans} = Enum.split(plans, 4)
+
+  @request_envelope request
+  @mutation_envelope mutation
+  @response_envelope response
+  @notification_envelope notification
+
+  # One clause per method name (see Schema.method/1).
+  for {spec, params} <- Enum.zip(methods, params_plans) do
+    defp method(unquote(spec.method)),
+      do: unquote(Macro.escape({spec.kind, spec.mutation, params}))
+  end
+
+  defp method(_name), do: nil
+
+  # Schema strings (keys, enum values, constants) are written as they are:
+  # each must be its own JSON string body.
   plain! = fn string ->
     ^string = string |> JSON.encode!() |> binary_part(1, byte_size(string))
     string
   end
 
-  plan = fn
-    plan, {:object, required, optional} ->
-      fields =
-        Map.new(
-          Enum.map(required, &{&1, true}) ++ Enum.map(optional, &{&1, false}),
-          fn {{key, type}, required?} ->
-            {key, {"\"" <> plain!.(key) <> "\":", plan.(plan, type), required?}}
-          end
-        )
-
-      task_ref? = Enum.any?(required ++ optional, &match?({"task_ref", _}, &1))
-      {:object, fields, length(required), task_ref?}
-
-    plan, {:list, type, min, max} ->
-      {:list, plan.(plan, type), min, max}
-
-    _plan, {:enum, values} ->
-      {:enum, Map.new(values, &{plain!.(&1), true})}
-
-    _plan, {:const, value} ->
-      {:const, plain!.(value)}
-
-    _plan, {:ref, "notification"} ->
-      :slow
-
-    plan, {:ref, name} ->
-      plan.(plan, Map.fetch!(definitions, name))
-
-    _plan, type ->
-      type
+  plain_plan! = fn
+    plain_plan!, {:list, plan, _, _} -> plain_plan!.(plain_plan!, plan)
+    _, {:enum, values} -> Enum.each(Map.keys(values), plain!)
+    _, {:const, value} -> plain!.(value)
+    _, _ -> :ok
   end
 
-  envelope = fn kind, spec ->
-    {required, optional} = Schema.envelope(kind, spec)
-    plan.(plan, {:object, required, optional})
+  # One clause per object field, with the field's key as JSON (`"key":`);
+  # any other key is not in the object.
+  for {id, key, plan, flag} <- fields do
+    plain_plan!.(plain_plan!, plan)
+    prefix = "\"" <> plain!.(key) <> "\":"
+    defp field(unquote(id), unquote(key)), do: unquote(Macro.escape({prefix, plan, flag}))
   end
 
-  @request_envelope envelope.(:request, %{mutation: false})
-  @mutation_envelope envelope.(:request, %{mutation: true})
-  @response_envelope envelope.(:response, nil)
-  @notification_envelope envelope.(:notification, nil)
-
-  # One clause per method name (see Schema.method/1).
-  for spec <- Schema.methods() do
-    plans = {spec.kind, spec.mutation, plan.(plan, spec.params)}
-    defp method(unquote(spec.method)), do: unquote(Macro.escape(plans))
-  end
-
-  defp method(_name), do: nil
+  defp field(_object, _key), do: throw(:slow)
 
   # -- encoding ------------------------------------------------------------
 
@@ -145,33 +133,39 @@ defmodule SamgitaProtocol.Schema.Encoder do
   defp notification(_message, _max), do: throw(:slow)
 
   # `params` is the method's params plan inside an envelope, nil below it.
-  defp object(map, {:object, fields, required, task_ref?}, params, depth, max, acc)
-       when is_map(map) do
+  defp object(map, {:object, id, required}, params, depth, max, acc) when is_map(map) do
     if depth > max, do: throw(:slow)
-
-    if task_ref? and is_map_key(map, "task_ref") and not is_map_key(map, "project_ref"),
-      do: throw(:slow)
-
-    pairs(:maps.next(:maps.iterator(map)), fields, required, params, depth, max, acc, ?{)
+    # No schema object has more than 32 fields, so a valid one is a small
+    # map, whose pairs :maps.to_list/1 returns in iteration (key) order, as
+    # JSON.encode!/1 writes them, in one call.
+    if map_size(map) > 32, do: throw(:slow)
+    pairs(:maps.to_list(map), map, id, required, params, depth, max, acc, ?{)
   end
 
   defp object(_value, _plan, _params, _depth, _max, _acc), do: throw(:slow)
 
-  defp pairs({key, value, iter}, fields, required, params, depth, max, acc, sep) do
-    case fields do
-      %{^key => {prefix, type, required?}} ->
-        acc = value(value, type, params, depth + 1, max, <<acc::binary, sep, prefix::binary>>)
-        required = if required?, do: required - 1, else: required
-        pairs(:maps.next(iter), fields, required, params, depth, max, acc, ?,)
+  # Every key must be a field of the object (field/2 throws otherwise), and
+  # all `required` of them must be there.
+  defp pairs([{key, value} | rest], map, id, required, params, depth, max, acc, sep) do
+    {prefix, plan, flag} = field(id, key)
+    acc = value(value, plan, params, depth + 1, max, <<acc::binary, sep, prefix::binary>>)
 
-      %{} ->
-        throw(:slow)
+    case flag do
+      true ->
+        pairs(rest, map, id, required - 1, params, depth, max, acc, ?,)
+
+      false ->
+        pairs(rest, map, id, required, params, depth, max, acc, ?,)
+
+      :task_ref ->
+        if not is_map_key(map, "project_ref"), do: throw(:slow)
+        pairs(rest, map, id, required, params, depth, max, acc, ?,)
     end
   end
 
-  defp pairs(:none, _fields, 0, _params, _depth, _max, acc, ?{), do: <<acc::binary, "{}">>
-  defp pairs(:none, _fields, 0, _params, _depth, _max, acc, ?,), do: <<acc::binary, ?}>>
-  defp pairs(:none, _fields, _missing, _params, _depth, _max, _acc, _sep), do: throw(:slow)
+  defp pairs([], _map, _id, 0, _params, _depth, _max, acc, ?{), do: <<acc::binary, "{}">>
+  defp pairs([], _map, _id, 0, _params, _depth, _max, acc, ?,), do: <<acc::binary, ?}>>
+  defp pairs([], _map, _id, _missing, _params, _depth, _max, _acc, _sep), do: throw(:slow)
 
   defp value(value, :id, _params, _depth, _max, acc)
        when is_binary(value) and byte_size(value) in 1..@max_id_bytes,
@@ -209,7 +203,7 @@ defmodule SamgitaProtocol.Schema.Encoder do
     acc
   end
 
-  defp value(value, {:object, _, _, _} = plan, _params, depth, max, acc),
+  defp value(value, {:object, _, _} = plan, _params, depth, max, acc),
     do: object(value, plan, nil, depth, max, acc)
 
   defp value(value, :params, params, depth, max, acc) when params != nil,
