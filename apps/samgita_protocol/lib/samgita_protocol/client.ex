@@ -344,13 +344,13 @@ defmodule SamgitaProtocol.Client do
     now = Contract.wall_clock!(opts)
 
     with :ok <- connected(client),
-         {:ok, decoded} <- decode(client, message) do
+         {:ok, decoded, kind, spec} <- decode(client, message) do
       wire = if is_binary(message), do: message
 
-      case decoded["type"] do
-        "response" -> receive_response(client, decoded, wire, now)
-        "request" -> receive_request(client, decoded)
-        "notification" -> receive_notification(client, decoded, wire)
+      case kind do
+        :response -> receive_response(client, decoded, wire, now)
+        :request -> receive_request(client, decoded, spec)
+        :notification -> receive_notification(client, decoded, spec, wire)
       end
     else
       {:error, error} -> {:error, error, client}
@@ -446,8 +446,8 @@ defmodule SamgitaProtocol.Client do
 
   # Incoming requests are refused with an error response the caller sends
   # back ({:send, message}), so the peer's request never hangs.
-  defp receive_request(client, %{"id" => id, "method" => method} = request) do
-    spec = Schema.method(method)
+  defp receive_request(client, %{"id" => id} = request, spec) do
+    %{method: method} = spec
 
     refusal =
       cond do
@@ -476,9 +476,7 @@ defmodule SamgitaProtocol.Client do
     end
   end
 
-  defp receive_notification(client, notification, wire) do
-    spec = Schema.method(notification["method"])
-
+  defp receive_notification(client, notification, spec, wire) do
     cond do
       client.state != :ready ->
         {:error, Error.peer(:not_initialized, "notification before initialization"), client}
@@ -534,7 +532,10 @@ defmodule SamgitaProtocol.Client do
       true ->
         spec = Schema.method(request["method"])
 
-        case Contract.check_result(spec, request, result, now, %{trusted: false, max_depth: 32}) do
+        case Contract.check_result(spec, request["params"], result, now, %{
+               trusted: false,
+               max_depth: 32
+             }) do
           :ok -> {:ok, Message.response(request, result), drop_incoming(client, id)}
           {:error, error} -> {:error, %{error | origin: :local}, client}
         end

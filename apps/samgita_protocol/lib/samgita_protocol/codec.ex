@@ -26,7 +26,7 @@ defmodule SamgitaProtocol.Codec do
   """
   @moduledoc since: "0.1.0"
 
-  alias SamgitaProtocol.Error
+  alias SamgitaProtocol.{Error, Schema}
   alias SamgitaProtocol.Schema.{Checker, Encoder, Validator}
 
   @default_max_message_bytes 1_048_576
@@ -67,16 +67,19 @@ defmodule SamgitaProtocol.Codec do
 
   def decode(binary, opts) when is_binary(binary) do
     %{max_message_bytes: max_bytes, max_depth: max_depth} = options(opts)
-    decode_message(binary, max_bytes, max_depth)
+
+    with {:ok, term, _kind, _spec} <- decode_message(binary, max_bytes, max_depth),
+         do: {:ok, term}
   end
 
   def decode(_other, _opts), do: {:error, Error.new(:invalid_message, "expected a binary")}
 
   @doc false
-  # decode/2 with its options already read (Client and Server call this on
-  # every message).
+  # decode/2 with its options already read, also returning what the message
+  # is (Client and Server call this on every message and dispatch on it).
   @spec decode_message(binary(), pos_integer(), pos_integer()) ::
-          {:ok, map()} | {:error, Error.t()}
+          {:ok, map(), :request | :response | :notification, Schema.method_spec() | nil}
+          | {:error, Error.t()}
   def decode_message(binary, max_bytes, _max_depth) when byte_size(binary) > max_bytes do
     {:error,
      Error.peer(:message_too_large, "message is larger than #{max_bytes} bytes", %{
@@ -93,7 +96,7 @@ defmodule SamgitaProtocol.Codec do
         # (depth errors come before schema errors) and then named by the
         # full validator.
         case Checker.message(term, {max_depth, false}) do
-          {:ok, _kind, _spec} -> {:ok, term}
+          {:ok, kind, spec} -> {:ok, term, kind, spec}
           :slow -> explain(term, depth, max_depth)
         end
 
@@ -109,9 +112,9 @@ defmodule SamgitaProtocol.Codec do
   end
 
   defp explain(term, :bounded, max_depth) do
-    with {:ok, _kind, _spec} <-
+    with {:ok, kind, spec} <-
            Validator.full_message(term, %{trusted: true, max_depth: max_depth}),
-         do: {:ok, term}
+         do: {:ok, term, kind, spec}
   end
 
   # OTP's decoder validates UTF-8 inside strings and accepts only ASCII
@@ -131,10 +134,14 @@ defmodule SamgitaProtocol.Codec do
   """
   @spec validate(term(), [option()]) :: {:ok, map()} | {:error, Error.t()}
   def validate(message, opts \\ []) do
+    with {:ok, message, _kind, _spec} <- classify(message, opts), do: {:ok, message}
+  end
+
+  defp classify(message, opts) do
     %{max_depth: max_depth} = options(opts)
 
     case Validator.message(message, %{trusted: false, max_depth: max_depth}) do
-      {:ok, _kind, _spec} -> {:ok, message}
+      {:ok, kind, spec} -> {:ok, message, kind, spec}
       {:error, error} -> {:error, %{error | origin: :local}}
     end
   end
@@ -145,14 +152,17 @@ defmodule SamgitaProtocol.Codec do
   # produce (non-string keys, invalid UTF-8, tuples, atoms, improper lists)
   # is the caller's own decoding bug and stays `:local`. The extra walk runs
   # only on the error path.
-  @spec validate_received(term(), [option()]) :: {:ok, map()} | {:error, Error.t()}
+  # Returns what the message is, like decode_message/3.
+  @spec validate_received(term(), [option()]) ::
+          {:ok, map(), :request | :response | :notification, Schema.method_spec() | nil}
+          | {:error, Error.t()}
   def validate_received(message, opts \\ []) do
     %{max_message_bytes: max_bytes} = options(opts)
 
-    case validate(message, opts) do
-      {:ok, message} ->
+    case classify(message, opts) do
+      {:ok, message, kind, spec} ->
         # A map has no wire size; bound what it would encode to instead.
-        with :ok <- check_size(message, max_bytes, :peer), do: {:ok, message}
+        with :ok <- check_size(message, max_bytes, :peer), do: {:ok, message, kind, spec}
 
       {:error, error} ->
         if json_term?(message, 0), do: {:error, %{error | origin: :peer}}, else: {:error, error}

@@ -8,13 +8,13 @@ defmodule SamgitaProtocol.Contract do
   alias SamgitaProtocol.Schema.Validator
 
   @doc false
-  # Validates `result` for `request` (shape, then context). `now` is the
-  # caller's wall clock for approval deadlines; nil reads the clock only when
-  # a deadline is actually checked.
+  # Validates `result` for a request with `params` (shape, then context).
+  # `now` is the caller's wall clock for approval deadlines; nil reads the
+  # clock only when a deadline is actually checked.
   @spec check_result(map(), map(), map(), DateTime.t() | nil) :: :ok | {:error, Error.t()}
-  def check_result(spec, request, result, now, opts \\ %{trusted: true, max_depth: 32}) do
+  def check_result(spec, params, result, now, opts \\ %{trusted: true, max_depth: 32}) do
     with :ok <- Validator.result(spec, result, opts) do
-      rule(spec.method, request["params"], result, now)
+      rule(spec.method, params, result, now)
     end
   end
 

@@ -227,7 +227,7 @@ defmodule SamgitaProtocol.Outbox do
         result = response["result"]
         outbox = finish(outbox, id, entry, {:done, key})
 
-        case Contract.check_result(entry.spec, entry.request, result, now) do
+        case Contract.check_result(entry.spec, entry.request["params"], result, now) do
           :ok ->
             {:ok, {:result, entry, result}, outbox}
 

@@ -163,21 +163,21 @@ defmodule SamgitaProtocol.Server do
     now = Contract.wall_clock!(opts)
 
     case decode(server, message) do
-      {:ok, decoded} ->
+      {:ok, decoded, kind, spec} ->
         wire = if is_binary(message), do: message
 
-        case decoded["type"] do
-          "request" ->
-            case handle_request(server, decoded, wire, now) do
+        case kind do
+          :request ->
+            case handle_request(server, decoded, spec, wire, now) do
               {:conflict, response} -> {:ok, [response], server}
               {:reply, response, server} -> {:ok, [response], server}
             end
 
-          "response" ->
+          :response ->
             receive_response(server, decoded, wire, now)
 
-          "notification" ->
-            receive_notification(server, decoded)
+          :notification ->
+            receive_notification(server, decoded, spec)
         end
 
       {:error, error} ->
@@ -236,28 +236,27 @@ defmodule SamgitaProtocol.Server do
 
   # Identity reuse: the same id with different content is a conflict. The
   # same request again is handled again (the host deduplicates by command_id).
-  defp remember(server, %{"id" => id}, key),
-    do: %{server | seen: RecentIds.put(server.seen, id, key)}
-
-  defp reused_with_other_content?(server, %{"id" => id} = request, wire) do
+  defp reused_with_other_content?(server, id, request, wire) do
     case RecentIds.fetch(server.seen, id) do
       {:ok, key} -> not Message.same_content?(key, request, wire)
       :error -> false
     end
   end
 
-  defp handle_request(server, %{"id" => id, "method" => method} = request, wire, now) do
-    spec = Schema.method(method)
+  defp handle_request(server, %{"id" => id} = request, spec, wire, now) do
+    %{method: method} = spec
+    # connection/initialize is the one request of no capability group.
+    initialize? = spec.group == nil
 
     refusal =
       cond do
-        reused_with_other_content?(server, request, wire) ->
+        reused_with_other_content?(server, id, request, wire) ->
           Error.new(:conflict, "request id reused with different content", %{"id" => id})
 
-        method == "connection/initialize" and server.state != :new ->
+        initialize? and server.state != :new ->
           Error.new(:already_initialized, "the connection is already initialized")
 
-        method == "connection/initialize" ->
+        initialize? ->
           nil
 
         server.state != :ready ->
@@ -277,11 +276,14 @@ defmodule SamgitaProtocol.Server do
         {:conflict, Message.error_response(request, refusal)}
 
       true ->
-        server = remember(server, request, Message.window_key(request, wire))
+        server = %{
+          server
+          | seen: RecentIds.put(server.seen, id, Message.window_key(request, wire))
+        }
 
         cond do
           refusal -> {:reply, Message.error_response(request, refusal), server}
-          method == "connection/initialize" -> initialize(server, request)
+          initialize? -> initialize(server, request)
           true -> call_handler(server, spec, request, now)
         end
     end
@@ -327,12 +329,12 @@ defmodule SamgitaProtocol.Server do
   # What a handler sees of the request's identity (see Handler.context/0).
   @context_keys ["id", "correlation_id", "method", "command_id" | Message.context_keys()]
 
-  defp call_handler(server, spec, request, now) do
-    context = context(request, server.connection_id)
+  defp call_handler(server, spec, %{"params" => params} = request, now) do
+    context = context(request, spec, server.connection_id)
 
     outcome =
       try do
-        server.handler.handle_request(spec.method, request["params"], context, server.host_state)
+        server.handler.handle_request(spec.method, params, context, server.host_state)
       rescue
         _ -> :crashed
       catch
@@ -342,10 +344,9 @@ defmodule SamgitaProtocol.Server do
     case outcome do
       {:ok, result, host_state} when is_map(result) ->
         server = %{server | host_state: host_state}
-
         response = Message.response(request, result)
 
-        case check_own_result(server, spec, request, response, now) do
+        case check_own_result(server, spec, params, response, result, now) do
           :ok -> {:reply, response, server}
           {:error, error} -> {:reply, Message.error_response(request, error), server}
         end
@@ -372,29 +373,20 @@ defmodule SamgitaProtocol.Server do
     end
   end
 
-  # The common request carries no optional envelope field: its context is
-  # built directly (this runs for every request).
-  defp context(
-         %{
-           "schema_version" => _,
-           "type" => _,
-           "id" => id,
-           "correlation_id" => correlation_id,
-           "method" => method,
-           "params" => _
-         } = request,
-         connection_id
-       )
+  # The common request carries no optional envelope field (a validated
+  # request of six fields has only the required ones): its context is built
+  # directly (this runs for every request).
+  defp context(%{"id" => id, "correlation_id" => correlation_id} = request, spec, connection_id)
        when map_size(request) == 6 do
     %{
       "id" => id,
       "correlation_id" => correlation_id,
-      "method" => method,
+      "method" => spec.method,
       "connection_id" => connection_id
     }
   end
 
-  defp context(request, connection_id),
+  defp context(request, _spec, connection_id),
     do: @context_keys |> :maps.with(request) |> Map.put("connection_id", connection_id)
 
   # The handler's result must be a valid, bound result for this request that
@@ -402,14 +394,14 @@ defmodule SamgitaProtocol.Server do
   # handler's bug is not the peer's business). One exception: approving
   # after the deadline (checked against the real clock) is answered with
   # `approval_expired`, because that is a fact about the request, not a bug.
-  defp check_own_result(server, spec, request, %{"result" => result} = response, now) do
+  defp check_own_result(server, spec, params, response, result, now) do
     durable_violation =
       spec.method == "project/event.receive" and not server.durable and
         result["acceptance"] == "durable"
 
     with false <- durable_violation,
          :ok <-
-           Contract.check_result(spec, request, result, now, %{trusted: false, max_depth: 32}),
+           Contract.check_result(spec, params, result, now, %{trusted: false, max_depth: 32}),
          :ok <- Codec.check_size(response, server.limits.max_message_bytes) do
       :ok
     else
@@ -451,9 +443,7 @@ defmodule SamgitaProtocol.Server do
 
   # Sequenced notifications: cursor checks first, the callback second, and the
   # position is marked processed only after the callback succeeds.
-  defp receive_notification(server, notification) do
-    spec = Schema.method(notification["method"])
-
+  defp receive_notification(server, notification, spec) do
     cond do
       server.state != :ready ->
         {:error, Error.peer(:not_initialized, "notification before initialization"), [], server}

@@ -46,7 +46,9 @@ defmodule SamgitaProtocol.CodecTest do
         case response do
           %{"result" => result} ->
             spec = Schema.method(request["method"])
-            assert Contract.check_result(spec, request, result, DateTime.utc_now()) == :ok
+
+            assert Contract.check_result(spec, request["params"], result, DateTime.utc_now()) ==
+                     :ok
 
           %{"error" => error} ->
             assert %Error{origin: :remote} = Error.from_wire(error)
@@ -87,7 +89,7 @@ defmodule SamgitaProtocol.CodecTest do
       }
 
       assert {:error, %Error{code: :invalid_result}} =
-               Contract.check_result(spec, request, result, DateTime.utc_now())
+               Contract.check_result(spec, request["params"], result, DateTime.utc_now())
     end
   end
 
