@@ -219,20 +219,24 @@ defmodule SamgitaProtocol.Outbox do
            "id" => id
          }), outbox}
 
-      Map.has_key?(response, "error") ->
-        outbox = finish(outbox, id, entry, {:done, key})
-        {:ok, {:error, entry, Error.from_wire(response["error"])}, outbox}
-
       true ->
-        result = response["result"]
         outbox = finish(outbox, id, entry, {:done, key})
 
-        case Contract.check_result(entry.spec, entry.request["params"], result, now) do
-          :ok ->
-            {:ok, {:result, entry, result}, outbox}
+        # A valid response carries exactly one of result and error.
+        case response do
+          %{"result" => result} ->
+            %{request: %{"params" => params}} = entry
 
-          {:error, error} ->
-            {:ok, {:error, entry, error}, hold_if_mutation(outbox, id, entry, :invalid_result)}
+            case Contract.check_result(entry.spec, params, result, now) do
+              :ok ->
+                {:ok, {:result, entry, result}, outbox}
+
+              {:error, error} ->
+                {:ok, {:error, entry, error}, hold_if_mutation(outbox, id, entry, :invalid_result)}
+            end
+
+          %{"error" => error} ->
+            {:ok, {:error, entry, Error.from_wire(error)}, outbox}
         end
     end
   end

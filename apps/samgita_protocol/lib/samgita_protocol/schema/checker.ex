@@ -260,10 +260,18 @@ defmodule SamgitaProtocol.Schema.Checker do
 
   # Free-form JSON: bounded depth and, in a caller's term, string keys,
   # UTF-8 and JSON values only (a decoded term has nothing else).
+  # Only whether the term is valid matters here, not which pair fails first,
+  # so pairs are visited in whatever order is cheapest: a decoded map has
+  # string keys, so only its values are walked.
+  defp json(value, depth, {max_depth, false} = mode) when is_map(value) do
+    if depth > max_depth, do: throw(:slow)
+    json_items(:maps.values(value), depth + 1, mode)
+  end
+
   defp json(value, depth, mode) when is_map(value) do
     {max_depth, _strings?} = mode
     if depth > max_depth, do: throw(:slow)
-    json_pairs(:maps.next(:maps.iterator(value)), depth + 1, mode)
+    json_pairs(:maps.to_list(value), depth + 1, mode)
   end
 
   defp json(value, depth, mode) when is_list(value) do
@@ -279,13 +287,13 @@ defmodule SamgitaProtocol.Schema.Checker do
 
   defp json(_value, _depth, _mode), do: throw(:slow)
 
-  defp json_pairs({key, value, iter}, depth, mode) when is_binary(key) do
+  defp json_pairs([{key, value} | rest], depth, mode) when is_binary(key) do
     string(key, mode)
     json(value, depth, mode)
-    json_pairs(:maps.next(iter), depth, mode)
+    json_pairs(rest, depth, mode)
   end
 
-  defp json_pairs(:none, _depth, _mode), do: :ok
+  defp json_pairs([], _depth, _mode), do: :ok
   defp json_pairs(_non_string_key, _depth, _mode), do: throw(:slow)
 
   defp json_items([item | rest], depth, mode) do
