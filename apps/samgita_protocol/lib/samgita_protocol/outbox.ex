@@ -232,7 +232,8 @@ defmodule SamgitaProtocol.Outbox do
                 {:ok, {:result, entry, result}, outbox}
 
               {:error, error} ->
-                {:ok, {:error, entry, error}, hold_if_mutation(outbox, id, entry, :invalid_result)}
+                {:ok, {:error, entry, error},
+                 hold_if_mutation(outbox, id, entry, :invalid_result)}
             end
 
           %{"error" => error} ->
@@ -246,7 +247,9 @@ defmodule SamgitaProtocol.Outbox do
       outbox
       | pending: Map.delete(outbox.pending, id),
         pending_mutations: outbox.pending_mutations - if(entry.spec.mutation, do: 1, else: 0),
-        completed: RecentIds.put(outbox.completed, id, marker)
+        # check/3 refused the id while it was remembered, and it has been
+        # pending since: it is not in the window.
+        completed: RecentIds.add(outbox.completed, id, marker)
     }
   end
 

@@ -67,14 +67,22 @@ defmodule SamgitaProtocol.RecentIds do
             %{ids | previous: Map.put(previous, key, {n, value})}
 
           %{} ->
-            count = count + 1
-            current = Map.put(current, key, {count, value})
-
-            if map_size(current) == max,
-              do: %{ids | current: %{}, previous: current, count: count},
-              else: %{ids | current: current, count: count}
+            add(ids, key, value)
         end
     end
+  end
+
+  @doc false
+  # put/3 for a key the caller knows is not remembered (its own check just
+  # said so): one map insert, without looking the key up first.
+  @spec add(t(), term(), term()) :: t()
+  def add(%__MODULE__{current: current, count: count, max: max} = ids, key, value) do
+    count = count + 1
+    current = Map.put(current, key, {count, value})
+
+    if map_size(current) == max,
+      do: %{ids | current: %{}, previous: current, count: count},
+      else: %{ids | current: current, count: count}
   end
 
   @spec clear(t()) :: t()

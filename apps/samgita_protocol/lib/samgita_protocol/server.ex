@@ -236,10 +236,11 @@ defmodule SamgitaProtocol.Server do
 
   # Identity reuse: the same id with different content is a conflict. The
   # same request again is handled again (the host deduplicates by command_id).
-  defp reused_with_other_content?(server, id, request, wire) do
+  # :new (not remembered), :same (the same content again) or :other.
+  defp seen(server, id, request, wire) do
     case RecentIds.fetch(server.seen, id) do
-      {:ok, key} -> not Message.same_content?(key, request, wire)
-      :error -> false
+      {:ok, key} -> if Message.same_content?(key, request, wire), do: :same, else: :other
+      :error -> :new
     end
   end
 
@@ -248,9 +249,11 @@ defmodule SamgitaProtocol.Server do
     # connection/initialize is the one request of no capability group.
     initialize? = spec.group == nil
 
+    seen = seen(server, id, request, wire)
+
     refusal =
       cond do
-        reused_with_other_content?(server, id, request, wire) ->
+        seen == :other ->
           Error.new(:conflict, "request id reused with different content", %{"id" => id})
 
         initialize? and server.state != :new ->
@@ -276,10 +279,14 @@ defmodule SamgitaProtocol.Server do
         {:conflict, Message.error_response(request, refusal)}
 
       true ->
-        server = %{
-          server
-          | seen: RecentIds.put(server.seen, id, Message.window_key(request, wire))
-        }
+        # The same request again is remembered once, at its first arrival.
+        server =
+          if seen == :new,
+            do: %{
+              server
+              | seen: RecentIds.add(server.seen, id, Message.window_key(request, wire))
+            },
+            else: server
 
         cond do
           refusal -> {:reply, Message.error_response(request, refusal), server}

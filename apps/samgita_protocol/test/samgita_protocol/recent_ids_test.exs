@@ -61,6 +61,17 @@ defmodule SamgitaProtocol.RecentIdsTest do
     end
   end
 
+  test "add/3 of keys that are not remembered behaves as put/3" do
+    keys = Enum.shuffle(1..50)
+    added = Enum.reduce(keys, RecentIds.new(7), &RecentIds.add(&2, &1, -&1))
+    put = Enum.reduce(keys, RecentIds.new(7), &RecentIds.put(&2, &1, -&1))
+
+    assert for(k <- 1..50, do: RecentIds.fetch(added, k)) ==
+             for(k <- 1..50, do: RecentIds.fetch(put, k))
+
+    assert map_size(added.current) < 7 and map_size(added.previous) <= 7
+  end
+
   test "clear forgets everything" do
     ids = RecentIds.put(RecentIds.new(2), :a, 1) |> RecentIds.clear()
     assert RecentIds.fetch(ids, :a) == :error
