@@ -25,6 +25,7 @@ defmodule SamgitaProtocol.Outbox do
           generation: pos_integer(),
           counter: non_neg_integer(),
           prefix: String.t(),
+          explicit_ids: boolean(),
           id_prefix: String.t(),
           id_generator: (pos_integer(), pos_integer() -> String.t()) | nil,
           max_outstanding_requests: pos_integer(),
@@ -40,6 +41,7 @@ defmodule SamgitaProtocol.Outbox do
             generation: 1,
             counter: 0,
             prefix: "c",
+            explicit_ids: false,
             id_prefix: "c1-",
             id_generator: nil,
             max_outstanding_requests: 64,
@@ -78,6 +80,13 @@ defmodule SamgitaProtocol.Outbox do
     {id, %{outbox | counter: counter}}
   end
 
+  # A default id skips ids an explicit `:id` already took (in use ids are
+  # bounded by the pending, completed and uncertain bounds, so this ends).
+  defp next_free_id(outbox) do
+    {id, next} = next_id(outbox)
+    if in_use?(next, id), do: next_free_id(next), else: {id, next}
+  end
+
   @doc false
   # Builds, validates and records one outgoing request (shared by Client and
   # Server): the `:id` option or a generated one, bounds, identity reuse and
@@ -90,8 +99,8 @@ defmodule SamgitaProtocol.Outbox do
   def hand_out(outbox, spec, params, opts) do
     {id, next} =
       case Keyword.fetch(opts, :id) do
-        {:ok, id} -> {id, outbox}
-        :error -> next_id(outbox)
+        {:ok, id} -> {id, %{outbox | explicit_ids: true}}
+        :error -> next_free_id(outbox)
       end
 
     with :ok <- check(next, id, spec),
@@ -144,8 +153,7 @@ defmodule SamgitaProtocol.Outbox do
   @spec check(t(), String.t(), Schema.method_spec()) :: :ok | {:error, Error.t()}
   def check(outbox, id, spec) do
     cond do
-      is_map_key(outbox.pending, id) or RecentIds.member?(outbox.completed, id) or
-          is_map_key(outbox.uncertain, id) ->
+      in_use?(outbox, id) ->
         {:error,
          Error.new(:conflict, "request id is already in use on this connection", %{"id" => id})}
 
@@ -161,6 +169,17 @@ defmodule SamgitaProtocol.Outbox do
       true ->
         :ok
     end
+  end
+
+  # A default id ("c2-17") is new by construction while every id of this
+  # outbox was generated: the counter only grows and the generation is in
+  # the id. One explicit `:id` (which may look like a future default id) and
+  # every later id is looked up.
+  defp in_use?(%{explicit_ids: false, id_generator: nil}, _id), do: false
+
+  defp in_use?(outbox, id) do
+    is_map_key(outbox.pending, id) or RecentIds.member?(outbox.completed, id) or
+      is_map_key(outbox.uncertain, id)
   end
 
   @spec put(t(), map(), Schema.method_spec(), integer()) :: t()

@@ -2,7 +2,7 @@ defmodule SamgitaProtocol.ClientTest do
   use ExUnit.Case, async: true
   doctest SamgitaProtocol.Client
 
-  alias SamgitaProtocol.{Client, Error, Message}
+  alias SamgitaProtocol.{Client, Error, FakeHost, Message, Schema, Server}
   alias SamgitaProtocol.Test.Pair
 
   defp ready(opts \\ []) do
@@ -38,6 +38,33 @@ defmodule SamgitaProtocol.ClientTest do
 
     {:ok, c} = Client.resolve_uncertain(c, m["id"], :not_applied)
     assert Client.uncertain(c) == %{}
+  end
+
+  test "default ids skip ids an explicit :id already took, across reconnects too" do
+    {c, _s} = ready()
+    # Initialization took c1-1; the next default ids would be c1-2, c1-3, ...
+    {:ok, _, c} = Client.request(c, "thread/read", %{"thread_id" => "t"}, id: "c1-3")
+    {:ok, r2, c} = Client.request(c, "thread/read", %{"thread_id" => "t"})
+    {:ok, r4, c} = Client.request(c, "thread/read", %{"thread_id" => "t"})
+    assert {r2["id"], r4["id"]} == {"c1-2", "c1-4"}
+
+    # An uncertain command under an explicit id that looks like a default id
+    # of the next connection keeps that id taken there.
+    {:ok, _, c} =
+      Client.request(c, "thread/start", %{}, command_id: "cmd-x", id: "c2-2", now: 0)
+
+    {:ok, _effects, c} = Client.disconnect(c)
+    {:ok, c} = Client.reconnect(c)
+    {:ok, init, c} = Client.request(c, "connection/initialize", %{})
+    assert init["id"] == "c2-1"
+
+    {:ok, s} =
+      Server.new(FakeHost, FakeHost.new(), capabilities: Schema.groups(), host_id: "host-1")
+
+    {:ok, [resp], _s} = Server.receive(s, Pair.wire(init))
+    {:ok, _, c} = Client.receive(c, Pair.wire(resp))
+    {:ok, r, _c} = Client.request(c, "thread/read", %{"thread_id" => "t"})
+    assert r["id"] == "c2-3"
   end
 
   test "expire: timeouts for reads, ambiguity for mutations, late replies are conflicting" do
