@@ -80,12 +80,16 @@ defmodule SamgitaProtocol.Outbox do
     {id, %{outbox | counter: counter}}
   end
 
-  # A default id skips ids an explicit `:id` already took (in use ids are
-  # bounded by the pending, completed and uncertain bounds, so this ends).
-  defp next_free_id(outbox) do
+  # A default id skips ids an explicit `:id` already took (ids in use are
+  # bounded by the pending, completed and uncertain bounds, and default ids
+  # never repeat, so this ends). A custom generator's id is taken as it is:
+  # it may return the same id again, and check/3 answers `conflict`.
+  defp next_free_id(%{id_generator: nil} = outbox) do
     {id, next} = next_id(outbox)
     if in_use?(next, id), do: next_free_id(next), else: {id, next}
   end
+
+  defp next_free_id(outbox), do: next_id(outbox)
 
   @doc false
   # Builds, validates and records one outgoing request (shared by Client and

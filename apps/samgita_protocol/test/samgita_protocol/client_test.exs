@@ -67,6 +67,16 @@ defmodule SamgitaProtocol.ClientTest do
     assert r["id"] == "c2-3"
   end
 
+  test "a custom id generator's ids are used as given; one in use is a conflict" do
+    {c, _s} = ready(id_generator: fn gen, n -> "g#{gen}:#{div(n, 2)}" end)
+    # Initialization was "g1:0"; n = 2 gives "g1:1", n = 3 "g1:1" again.
+    {:ok, r, c} = Client.request(c, "thread/read", %{"thread_id" => "t"})
+    assert r["id"] == "g1:1"
+
+    assert {:error, %Error{code: :conflict}, _c} =
+             Client.request(c, "thread/read", %{"thread_id" => "t"})
+  end
+
   test "expire: timeouts for reads, ambiguity for mutations, late replies are conflicting" do
     {c, s} = ready()
     {:ok, m, c} = start_turn(c, 1)
