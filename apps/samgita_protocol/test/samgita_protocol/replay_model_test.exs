@@ -26,7 +26,9 @@ defmodule SamgitaProtocol.ReplayModelTest do
       wire: [],
       processed: Map.new(@streams, &{&1, []}),
       gaps: %{},
-      checkpoints: nil
+      checkpoints: nil,
+      # Small, so live notifications hit the bound (see ingest/2).
+      buffer: 16
     }
 
     m = connect(m)
@@ -63,7 +65,7 @@ defmodule SamgitaProtocol.ReplayModelTest do
     ]
 
   defp connect(m) do
-    opts = [host_id: "h", max_buffered_notifications: 16]
+    opts = [host_id: "h", max_buffered_notifications: m.buffer]
     opts = if m.checkpoints, do: Keyword.put(opts, :checkpoints, m.checkpoints), else: opts
     {:ok, c} = Client.new(opts)
     {:ok, s} = Server.new(StreamHost, m.replays, capabilities: ["streaming.v1"], host_id: "h")
@@ -150,9 +152,17 @@ defmodule SamgitaProtocol.ReplayModelTest do
 
     case Client.receive(c, Pair.wire(resp)) do
       {:ok, [{:response, _, page}], c} ->
-        {:ok, [], c} = Client.receive_replay(c, page)
-        m = process_all(%{m | c: c, s: s})
-        if page["has_more"], do: resume(m, stream), else: m
+        case ingest(%{m | c: c, s: s}, page) do
+          {:ok, m} ->
+            if page["has_more"], do: resume(m, stream), else: m
+
+          {:page_too_large, m} ->
+            # More new events than the whole buffer holds (pages go up to
+            # 128 events): the consumer restarts from its checkpoints with a
+            # buffer a full page fits in, and resumes again.
+            m = connect(%{m | checkpoints: Client.checkpoints(m.c), buffer: 128, wire: []})
+            resume(m, stream)
+        end
 
       {:ok, [{:error, _, %Error{code: :replay_gap}}], c} ->
         # Explicit loss: the consumer decides to continue from the oldest
@@ -162,6 +172,23 @@ defmodule SamgitaProtocol.ReplayModelTest do
         m = %{m | gaps: Map.update(m.gaps, stream, [first], &[first | &1])}
         m = connect(%{m | checkpoints: cp, wire: []})
         resume(m, stream)
+    end
+  end
+
+  # A page whose new events do not fit next to the live events still
+  # buffered is refused whole (limit_exceeded, nothing buffered): process
+  # the buffer, then ingest the same page again.
+  defp ingest(m, page) do
+    case Client.receive_replay(m.c, page) do
+      {:ok, [], c} ->
+        {:ok, process_all(%{m | c: c})}
+
+      {:error, %Error{code: :limit_exceeded}, c} ->
+        m = %{m | c: c}
+
+        if Client.buffered(c) > 0,
+          do: m |> process_all() |> ingest(page),
+          else: {:page_too_large, m}
     end
   end
 
