@@ -7,8 +7,11 @@ defmodule SamgitaProtocol.Schema.Checker do
   # valid, so `Validator` asks this module first and only walks the message
   # again itself, with paths and messages, to name the error when this
   # module says `:slow`. That keeps this walk lean: no paths, no error
-  # values, objects walked pair by pair with each key matched against
-  # generated clauses (see `Schema.Plan`), and for decoded terms (`trusted`) no UTF-8 checks,
+  # values, objects checked by direct lookups of their schema keys (present
+  # ones counted against `map_size/1`, which also rejects unknown and
+  # non-string keys; walking the pairs against generated clauses, as
+  # `Schema.Encoder` does because it must write pairs in order, was no
+  # faster here and allocated seven times as much), and for decoded terms (`trusted`) no UTF-8 checks,
   # which the decoder already made. Depth is checked at every container, so
   # `SamgitaProtocol.Codec` relies on this walk to bound the depth of small
   # decoded messages.
@@ -18,54 +21,69 @@ defmodule SamgitaProtocol.Schema.Checker do
   # the two equal.
 
   alias SamgitaProtocol.Schema
-  alias SamgitaProtocol.Schema.{Plan, Validator}
+  alias SamgitaProtocol.Schema.Validator
 
   @max_id_bytes Schema.max_id_bytes()
 
-  # -- plans, computed at compile time (see Schema.Plan) ---------------------
+  # -- plans, computed at compile time -------------------------------------
+  #
+  # {:object, required, optional, task_ref?} with required and optional as
+  # [{key, plan}]; {:list, plan, min, max}; {:enum, %{value => true}};
+  # references resolved, {:ref, "notification"} as :notification; the
+  # envelope placeholders :params and :result kept.
 
-  # The envelope fields message/3 has already checked are only counted.
-  prechecked = ["schema_version", "type", "method"]
+  definitions = Schema.definitions()
 
-  envelope = fn kind, spec ->
-    {required, optional} = Schema.envelope(kind, spec)
+  plan = fn
+    plan, {:object, required, optional} ->
+      fields = fn fields -> Enum.map(fields, fn {key, type} -> {key, plan.(plan, type)} end) end
+      task_ref? = Enum.any?(required ++ optional, &match?({"task_ref", _}, &1))
+      {:object, fields.(required), fields.(optional), task_ref?}
 
-    required =
-      Enum.map(required, fn {key, t} -> if key in prechecked, do: {key, :pre}, else: {key, t} end)
+    plan, {:list, type, min, max} ->
+      {:list, plan.(plan, type), min, max}
 
-    {:object, required, optional}
+    _plan, {:enum, values} ->
+      {:enum, Map.new(values, &{&1, true})}
+
+    _plan, {:ref, "notification"} ->
+      :notification
+
+    plan, {:ref, name} ->
+      plan.(plan, Map.fetch!(definitions, name))
+
+    _plan, type ->
+      type
   end
 
-  envelopes = [
-    envelope.(:request, %{mutation: false}),
-    envelope.(:request, %{mutation: true}),
-    envelope.(:response, nil),
-    envelope.(:notification, nil)
-  ]
+  # The fields `message/3` has already checked are left out of the envelopes.
+  envelope = fn kind, spec ->
+    {required, optional} = Schema.envelope(kind, spec)
+    prechecked = ["schema_version", "type", "method"]
+    required = Enum.reject(required, fn {key, _} -> key in prechecked end)
+    # A response carries result or error and rarely anything else: look
+    # for those first, so the optional walk usually stops after one lookup.
+    {first, rest} = Enum.split_with(optional, fn {key, _} -> key in ["result", "error"] end)
+    plan.(plan, {:object, required, first ++ rest})
+  end
 
-  methods = Schema.methods()
-  method_types = Enum.flat_map(methods, &[&1.params, &1.result || :none])
-  {plans, fields} = Plan.build(envelopes ++ method_types, Schema.definitions())
-  {[request, mutation, response, notification], method_plans} = Enum.split(plans, 4)
-
-  @request_envelope request
-  @mutation_envelope mutation
-  @response_envelope response
-  @notification_envelope notification
+  @request_envelope envelope.(:request, %{mutation: false})
+  @mutation_envelope envelope.(:request, %{mutation: true})
+  @response_envelope envelope.(:response, nil)
+  @notification_envelope envelope.(:notification, nil)
 
   # One clause per method name (see Schema.method/1).
-  for {spec, [params, result]} <- Enum.zip(methods, Enum.chunk_every(method_plans, 2)) do
-    defp method(unquote(spec.method)), do: unquote(Macro.escape({spec, params, result}))
+  for spec <- Schema.methods() do
+    plans = {spec, plan.(plan, spec.params), spec.result && plan.(plan, spec.result)}
+    defp method(unquote(spec.method)), do: unquote(Macro.escape(plans))
   end
 
   defp method(_name), do: nil
 
-  # One clause per object field; any other key is not in the object.
-  for {id, key, plan, flag} <- fields do
-    defp field(unquote(id), unquote(key)), do: unquote(Macro.escape({plan, flag}))
-  end
-
-  defp field(_object, _key), do: throw(:slow)
+  # The prechecked envelope fields, counted by object/6.
+  @request_prechecked 3
+  @notification_prechecked 3
+  @response_prechecked 2
 
   @typedoc """
   How much to check: `{max_depth, check_strings?}`. Decoded terms pass
@@ -105,29 +123,24 @@ defmodule SamgitaProtocol.Schema.Checker do
 
   # `base` is the depth of the enclosing value: 0 for a message on the wire,
   # deeper for a notification inside a `stream/resume` result.
-  defp message(message, base, mode) do
-    case message do
-      %{"schema_version" => "1.0", "type" => "request", "method" => method} ->
-        request(message, method, base, mode)
-
-      %{"schema_version" => "1.0", "type" => "response"} ->
-        response(message, base, mode)
-
-      %{"schema_version" => "1.0", "type" => "notification", "method" => method} ->
-        notification(message, method, base, mode)
-
-      _ ->
-        throw(:slow)
+  defp message(%{"schema_version" => "1.0", "type" => type} = message, base, mode) do
+    case type do
+      "request" -> request(message, base, mode)
+      "response" -> response(message, base, mode)
+      "notification" -> notification(message, base, mode)
+      _ -> throw(:slow)
     end
   end
 
-  # The envelope decides command_id: required for a mutation, unknown
-  # otherwise.
-  defp request(message, method, base, mode) do
+  defp message(_message, _base, _mode), do: throw(:slow)
+
+  defp request(%{"method" => method} = message, base, mode) do
     case method(method) do
       {%{kind: :request, mutation: mutation} = spec, params, _} ->
+        # The envelope decides command_id: required for a mutation, an
+        # unknown field otherwise.
         envelope = if mutation, do: @mutation_envelope, else: @request_envelope
-        object(message, envelope, params, base + 1, mode)
+        object(message, envelope, @request_prechecked, params, base + 1, mode)
         {:ok, :request, spec}
 
       _ ->
@@ -135,23 +148,25 @@ defmodule SamgitaProtocol.Schema.Checker do
     end
   end
 
+  defp request(_message, _base, _mode), do: throw(:slow)
+
   defp response(message, base, mode) do
     case message do
       %{"result" => _, "error" => _} -> throw(:slow)
-      %{"result" => _} -> :ok
+      %{"result" => result} when is_map(result) -> :ok
       %{"error" => _} -> :ok
       %{} -> throw(:slow)
     end
 
-    object(message, @response_envelope, nil, base + 1, mode)
+    object(message, @response_envelope, @response_prechecked, nil, base + 1, mode)
     {:ok, :response, nil}
   end
 
-  defp notification(message, method, base, mode) do
+  defp notification(%{"method" => method} = message, base, mode) do
     case method(method) do
       {%{kind: :notification} = spec, params, _} ->
         if is_map_key(message, "stream_id") != is_map_key(message, "cursor"), do: throw(:slow)
-        object(message, @notification_envelope, params, base + 1, mode)
+        object(message, @notification_envelope, @notification_prechecked, params, base + 1, mode)
         {:ok, :notification, spec}
 
       _ ->
@@ -159,38 +174,62 @@ defmodule SamgitaProtocol.Schema.Checker do
     end
   end
 
-  # `params` is the method's params plan inside an envelope, nil below it.
-  defp object(map, {:object, id, required}, params, depth, mode) when is_map(map) do
+  defp notification(_message, _base, _mode), do: throw(:slow)
+
+  # `present` starts at the number of fields already checked; `params` is
+  # the method's params plan inside an envelope, nil below it.
+  defp object(map, {:object, required, optional, task_ref?}, present, params, depth, mode)
+       when is_map(map) do
     {max_depth, _strings?} = mode
     if depth > max_depth, do: throw(:slow)
-    fields(:maps.to_list(map), map, id, required, params, depth + 1, mode)
-  end
 
-  defp object(_value, _plan, _params, _depth, _mode), do: throw(:slow)
+    case required(required, map, present, params, depth + 1, mode) do
+      # No optional field present, so no task_ref either.
+      present when present == map_size(map) ->
+        :ok
 
-  # Every key must be a field of the object (field/2 throws otherwise), and
-  # all `required` of them must be there.
-  defp fields([{key, value} | rest], map, id, required, params, depth, mode) do
-    {plan, flag} = field(id, key)
-    value(value, plan, params, depth, mode)
+      present ->
+        present = optional(optional, map, present, params, depth + 1, mode)
+        if present != map_size(map), do: throw(:slow)
 
-    case flag do
-      true ->
-        fields(rest, map, id, required - 1, params, depth, mode)
+        if task_ref? and is_map_key(map, "task_ref") and not is_map_key(map, "project_ref"),
+          do: throw(:slow)
 
-      false ->
-        fields(rest, map, id, required, params, depth, mode)
-
-      :task_ref ->
-        if not is_map_key(map, "project_ref"), do: throw(:slow)
-        fields(rest, map, id, required, params, depth, mode)
+        :ok
     end
   end
 
-  defp fields([], _map, _id, 0, _params, _depth, _mode), do: :ok
-  defp fields([], _map, _id, _missing, _params, _depth, _mode), do: throw(:slow)
+  defp object(_value, _plan, _present, _params, _depth, _mode), do: throw(:slow)
 
-  defp value(_value, :pre, _params, _depth, _mode), do: :ok
+  defp required([{key, plan} | rest], map, present, params, depth, mode) do
+    case map do
+      %{^key => value} ->
+        value(value, plan, params, depth, mode)
+        required(rest, map, present + 1, params, depth, mode)
+
+      %{} ->
+        throw(:slow)
+    end
+  end
+
+  defp required([], _map, present, _params, _depth, _mode), do: present
+
+  # Most objects carry no optional field: stop once every key is counted.
+  defp optional(_fields, map, present, _params, _depth, _mode) when map_size(map) == present,
+    do: present
+
+  defp optional([{key, plan} | rest], map, present, params, depth, mode) do
+    case map do
+      %{^key => value} ->
+        value(value, plan, params, depth, mode)
+        optional(rest, map, present + 1, params, depth, mode)
+
+      %{} ->
+        optional(rest, map, present, params, depth, mode)
+    end
+  end
+
+  defp optional([], _map, present, _params, _depth, _mode), do: present
 
   defp value(value, :id, _params, _depth, mode)
        when is_binary(value) and byte_size(value) in 1..@max_id_bytes,
@@ -222,11 +261,11 @@ defmodule SamgitaProtocol.Schema.Checker do
     :ok
   end
 
-  defp value(value, {:object, _, _} = plan, _params, depth, mode),
-    do: object(value, plan, nil, depth, mode)
+  defp value(value, {:object, _, _, _} = plan, _params, depth, mode),
+    do: object(value, plan, 0, nil, depth, mode)
 
   defp value(value, :params, params, depth, mode) when params != nil,
-    do: object(value, params, nil, depth, mode)
+    do: object(value, params, 0, nil, depth, mode)
 
   defp value(value, :notification, _params, depth, mode) do
     {max_depth, _strings?} = mode
