@@ -148,7 +148,7 @@ defmodule SamgitaProtocol.Schema.Encoder do
   # all `required` of them must be there.
   defp pairs([{key, value} | rest], map, id, required, params, depth, max, acc, sep) do
     {prefix, plan, flag} = field(id, key)
-    acc = value(value, plan, params, depth + 1, max, <<acc::binary, sep, prefix::binary>>)
+    acc = value(value, plan, params, depth + 1, max, acc, sep, prefix)
 
     case flag do
       true ->
@@ -167,56 +167,66 @@ defmodule SamgitaProtocol.Schema.Encoder do
   defp pairs([], _map, _id, 0, _params, _depth, _max, acc, ?,), do: <<acc::binary, ?}>>
   defp pairs([], _map, _id, _missing, _params, _depth, _max, _acc, _sep), do: throw(:slow)
 
-  defp value(value, :id, _params, _depth, _max, acc)
+  # Writes the separator (`sep`: `{`, `[` or `,`), the field's `"key":`
+  # (`prefix`, empty in an array) and the value, a scalar in one append.
+  defp value(value, :id, _params, _depth, _max, acc, sep, prefix)
        when is_binary(value) and byte_size(value) in 1..@max_id_bytes,
-       do: string(value, acc)
+       do: string(value, acc, sep, prefix)
 
-  defp value(value, :text, _params, _depth, _max, acc) when is_binary(value),
-    do: string(value, acc)
+  defp value(value, :text, _params, _depth, _max, acc, sep, prefix) when is_binary(value),
+    do: string(value, acc, sep, prefix)
 
-  defp value(value, :timestamp, _params, _depth, _max, acc) when is_binary(value) do
-    if Validator.timestamp?(value), do: <<acc::binary, ?", value::binary, ?">>, else: throw(:slow)
+  defp value(value, :timestamp, _params, _depth, _max, acc, sep, prefix) when is_binary(value) do
+    if Validator.timestamp?(value),
+      do: <<acc::binary, sep, prefix::binary, ?", value::binary, ?">>,
+      else: throw(:slow)
   end
 
-  defp value(value, :cursor, _params, _depth, _max, acc) when is_integer(value) and value >= 0,
-    do: <<acc::binary, Integer.to_string(value)::binary>>
+  defp value(value, :cursor, _params, _depth, _max, acc, sep, prefix)
+       when is_integer(value) and value >= 0,
+       do: <<acc::binary, sep, prefix::binary, Integer.to_string(value)::binary>>
 
-  defp value(value, :position, _params, _depth, _max, acc) when is_integer(value) and value >= 1,
-    do: <<acc::binary, Integer.to_string(value)::binary>>
+  defp value(value, :position, _params, _depth, _max, acc, sep, prefix)
+       when is_integer(value) and value >= 1,
+       do: <<acc::binary, sep, prefix::binary, Integer.to_string(value)::binary>>
 
-  defp value(true, :boolean, _params, _depth, _max, acc), do: <<acc::binary, "true">>
-  defp value(false, :boolean, _params, _depth, _max, acc), do: <<acc::binary, "false">>
+  defp value(true, :boolean, _params, _depth, _max, acc, sep, prefix),
+    do: <<acc::binary, sep, prefix::binary, "true">>
 
-  # Constants are schema strings too (checked when the plans are built).
-  defp value(value, {:const, value}, _params, _depth, _max, acc),
-    do: <<acc::binary, ?", value::binary, ?">>
+  defp value(false, :boolean, _params, _depth, _max, acc, sep, prefix),
+    do: <<acc::binary, sep, prefix::binary, "false">>
 
-  # Enum values are schema strings: plain ASCII, written as they are.
-  defp value(value, {:enum, values}, _params, _depth, _max, acc) when is_map_key(values, value),
-    do: <<acc::binary, ?", value::binary, ?">>
+  # Constants and enum values are schema strings (checked when the plans
+  # are built), written as they are.
+  defp value(value, {:const, value}, _params, _depth, _max, acc, sep, prefix),
+    do: <<acc::binary, sep, prefix::binary, ?", value::binary, ?">>
 
-  defp value(value, {:list, type, min, max_items}, _params, depth, max, acc)
+  defp value(value, {:enum, values}, _params, _depth, _max, acc, sep, prefix)
+       when is_map_key(values, value),
+       do: <<acc::binary, sep, prefix::binary, ?", value::binary, ?">>
+
+  defp value(value, {:list, type, min, max_items}, _params, depth, max, acc, sep, prefix)
        when is_list(value) do
     if depth > max, do: throw(:slow)
-    {acc, count} = items(value, type, depth + 1, max, acc, ?[, 0)
+    {acc, count} = items(value, type, depth + 1, max, <<acc::binary, sep, prefix::binary>>, ?[, 0)
     if count < min or count > max_items, do: throw(:slow)
     acc
   end
 
-  defp value(value, {:object, _, _} = plan, _params, depth, max, acc),
-    do: object(value, plan, nil, depth, max, acc)
+  defp value(value, {:object, _, _} = plan, _params, depth, max, acc, sep, prefix),
+    do: object(value, plan, nil, depth, max, <<acc::binary, sep, prefix::binary>>)
 
-  defp value(value, :params, params, depth, max, acc) when params != nil,
-    do: object(value, params, nil, depth, max, acc)
+  defp value(value, :params, params, depth, max, acc, sep, prefix) when params != nil,
+    do: object(value, params, nil, depth, max, <<acc::binary, sep, prefix::binary>>)
 
-  defp value(value, type, _params, depth, max, acc)
+  defp value(value, type, _params, depth, max, acc, sep, prefix)
        when is_map(value) and type in [:json_object, :result],
-       do: json(value, depth, max, acc)
+       do: json(value, depth, max, <<acc::binary, sep, prefix::binary>>)
 
-  defp value(_value, _type, _params, _depth, _max, _acc), do: throw(:slow)
+  defp value(_value, _type, _params, _depth, _max, _acc, _sep, _prefix), do: throw(:slow)
 
   defp items([item | rest], type, depth, max, acc, sep, count) do
-    acc = value(item, type, nil, depth, max, <<acc::binary, sep>>)
+    acc = value(item, type, nil, depth, max, acc, sep, "")
     items(rest, type, depth, max, acc, ?,, count + 1)
   end
 
@@ -277,6 +287,14 @@ defmodule SamgitaProtocol.Schema.Encoder do
     case :json.encode_binary(string) do
       [?", ^string, ?"] -> <<acc::binary, ?", string::binary, ?">>
       escaped -> <<acc::binary, IO.iodata_to_binary(escaped)::binary>>
+    end
+  end
+
+  # The same after a separator byte and a field's prefix, in one append.
+  defp string(string, acc, sep, prefix) do
+    case :json.encode_binary(string) do
+      [?", ^string, ?"] -> <<acc::binary, sep, prefix::binary, ?", string::binary, ?">>
+      escaped -> <<acc::binary, sep, prefix::binary, IO.iodata_to_binary(escaped)::binary>>
     end
   end
 end
