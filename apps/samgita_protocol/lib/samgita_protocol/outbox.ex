@@ -216,7 +216,7 @@ defmodule SamgitaProtocol.Outbox do
 
       :error ->
         case RecentIds.fetch(outbox.completed, id) do
-          {:ok, {:done, key}} ->
+          {:ok, {tag, _} = key} when tag in [:wire, :md5] ->
             if Message.same_content?(key, response, wire),
               do: {:ok, :duplicate, outbox},
               else:
@@ -243,7 +243,9 @@ defmodule SamgitaProtocol.Outbox do
          }), outbox}
 
       true ->
-        outbox = finish(outbox, id, entry, {:done, key})
+        # The window holds the completed response's content key itself
+        # ({:wire, _} or {:md5, _}) or :expired.
+        outbox = finish(outbox, id, entry, key)
 
         # A valid response carries exactly one of result and error.
         case response do
