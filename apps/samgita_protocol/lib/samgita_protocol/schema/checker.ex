@@ -67,6 +67,7 @@ defmodule SamgitaProtocol.Schema.Checker do
     plan.(plan, {:object, required, first ++ rest})
   end
 
+  @error_plan plan.(plan, {:ref, "error"})
   @request_envelope envelope.(:request, %{mutation: false})
   @mutation_envelope envelope.(:request, %{mutation: true})
   @response_envelope envelope.(:response, nil)
@@ -123,6 +124,58 @@ defmodule SamgitaProtocol.Schema.Checker do
 
   # `base` is the depth of the enclosing value: 0 for a message on the wire,
   # deeper for a notification inside a `stream/resume` result.
+  #
+  # The commonest envelopes carry none of the optional fields: matched with
+  # one pattern of all their fields and their exact size (every other key is
+  # then absent), they skip the field-by-field walk, which looks each key up
+  # on its own. Anything else takes the general clause.
+  defp message(
+         %{
+           "schema_version" => "1.0",
+           "type" => "request",
+           "id" => id,
+           "correlation_id" => correlation_id,
+           "method" => method,
+           "params" => params
+         } = message,
+         base,
+         mode
+       )
+       when map_size(message) == 6 do
+    envelope_ids(id, correlation_id, base, mode)
+
+    case method(method) do
+      {%{kind: :request, mutation: false} = spec, plan, _} ->
+        value(params, :params, plan, base + 2, mode)
+        {:ok, :request, spec}
+
+      _ ->
+        throw(:slow)
+    end
+  end
+
+  defp message(
+         %{
+           "schema_version" => "1.0",
+           "type" => "response",
+           "id" => id,
+           "correlation_id" => correlation_id
+         } = message,
+         base,
+         mode
+       )
+       when map_size(message) == 5 do
+    envelope_ids(id, correlation_id, base, mode)
+
+    case message do
+      %{"result" => result} -> value(result, :result, nil, base + 2, mode)
+      %{"error" => error} -> value(error, @error_plan, nil, base + 2, mode)
+      %{} -> throw(:slow)
+    end
+
+    {:ok, :response, nil}
+  end
+
   defp message(%{"schema_version" => "1.0", "type" => type} = message, base, mode) do
     case type do
       "request" -> request(message, base, mode)
@@ -133,6 +186,12 @@ defmodule SamgitaProtocol.Schema.Checker do
   end
 
   defp message(_message, _base, _mode), do: throw(:slow)
+
+  defp envelope_ids(id, correlation_id, base, {max_depth, _strings?} = mode) do
+    if base + 1 > max_depth, do: throw(:slow)
+    value(id, :id, nil, base + 2, mode)
+    value(correlation_id, :id, nil, base + 2, mode)
+  end
 
   defp request(%{"method" => method} = message, base, mode) do
     case method(method) do
