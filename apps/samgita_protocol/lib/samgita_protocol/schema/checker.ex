@@ -176,6 +176,29 @@ defmodule SamgitaProtocol.Schema.Checker do
     {:ok, :response, nil}
   end
 
+  defp message(
+         %{
+           "schema_version" => "1.0",
+           "type" => "notification",
+           "method" => method,
+           "params" => params
+         } = message,
+         base,
+         {max_depth, _strings?} = mode
+       )
+       when map_size(message) == 4 do
+    if base + 1 > max_depth, do: throw(:slow)
+
+    case method(method) do
+      {%{kind: :notification} = spec, plan, _} ->
+        value(params, :params, plan, base + 2, mode)
+        {:ok, :notification, spec}
+
+      _ ->
+        throw(:slow)
+    end
+  end
+
   defp message(%{"schema_version" => "1.0", "type" => type} = message, base, mode) do
     case type do
       "request" -> request(message, base, mode)
