@@ -85,9 +85,9 @@ end
 :ready = Client.state(client)
 
 batch = 64
-batches = 300
-warm = 60
-rounds = 11
+batches = 4
+warm = 8
+rounds = 21
 total = batch * (warm + rounds * batches)
 
 # One host log yields the sequenced bytes, as a host would send them.
