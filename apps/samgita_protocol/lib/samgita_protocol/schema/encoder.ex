@@ -190,11 +190,9 @@ defmodule SamgitaProtocol.Schema.Encoder do
        when is_integer(value) and value >= 1,
        do: <<acc::binary, sep, prefix::binary, Integer.to_string(value)::binary>>
 
-  defp value(true, :boolean, _params, _depth, _max, acc, sep, prefix),
-    do: <<acc::binary, sep, prefix::binary, "true">>
-
-  defp value(false, :boolean, _params, _depth, _max, acc, sep, prefix),
-    do: <<acc::binary, sep, prefix::binary, "false">>
+  # No params or envelope field is a boolean (only results have them, and
+  # the encoder writes a result as free-form JSON), so :boolean has no
+  # clause: a plan with one would take the validator's path.
 
   # Constants and enum values are schema strings (checked when the plans
   # are built), written as they are.
