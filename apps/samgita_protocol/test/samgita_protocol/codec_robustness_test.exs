@@ -88,13 +88,7 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
     inputs =
       maps ++
         Enum.reject(rejected, &is_nil/1) ++
-        for i <- 1..@iterations do
-          map = Enum.random(maps)
-
-          if rem(i, 2) == 0,
-            do: mutate_json(map, :rand.uniform(3)),
-            else: mutate_term(map, :rand.uniform(3))
-        end
+        mutated(maps)
 
     {fast, mismatches} =
       Enum.reduce(inputs, {0, []}, fn input, {fast, bad} ->
@@ -119,14 +113,7 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
     untrusted = %{trusted: false, max_depth: 32}
     trusted = %{trusted: true, max_depth: 32}
 
-    mutated =
-      for i <- 1..@iterations do
-        map = Enum.random(maps)
-
-        if rem(i, 2) == 0,
-          do: mutate_json(map, :rand.uniform(3)),
-          else: mutate_term(map, :rand.uniform(3))
-      end
+    mutated = mutated(maps)
 
     decoded =
       for input <- maps ++ mutated,
@@ -159,6 +146,17 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
            "#{length(mismatches)} differ, first: #{inspect(Enum.take(mismatches, 1))}"
 
     assert length(decoded) > length(maps)
+  end
+
+  # Fixtures mutated into JSON terms and into arbitrary terms, half each.
+  defp mutated(maps) do
+    for i <- 1..@iterations do
+      map = Enum.random(maps)
+
+      if rem(i, 2) == 0,
+        do: mutate_json(map, :rand.uniform(3)),
+        else: mutate_term(map, :rand.uniform(3))
+    end
   end
 
   defp safe_json(term) do

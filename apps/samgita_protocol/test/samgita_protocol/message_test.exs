@@ -3,6 +3,13 @@ defmodule SamgitaProtocol.MessageTest do
 
   alias SamgitaProtocol.Message
 
+  @thread_closed %{
+    "schema_version" => "1.0",
+    "type" => "notification",
+    "method" => "thread/closed",
+    "params" => %{"thread_id" => "t1"}
+  }
+
   describe "content keys of duplicate/conflict windows" do
     test "small wire forms are kept by value, large or sliced ones by fingerprint" do
       json = ~s({"a":"b"})
@@ -23,13 +30,7 @@ defmodule SamgitaProtocol.MessageTest do
     end
 
     test "windows keep small wire forms as bytes, large or sliced ones by fingerprint" do
-      message = %{
-        "schema_version" => "1.0",
-        "type" => "notification",
-        "method" => "thread/closed",
-        "params" => %{"thread_id" => "t1"}
-      }
-
+      message = @thread_closed
       json = JSON.encode!(message)
       assert {:wire, ^json} = Message.window_key(message, json)
       assert {:md5, _} = Message.window_key(message, nil)
@@ -42,13 +43,7 @@ defmodule SamgitaProtocol.MessageTest do
     end
 
     test "a window's wire form compares content, not bytes" do
-      message = %{
-        "schema_version" => "1.0",
-        "type" => "notification",
-        "method" => "thread/closed",
-        "params" => %{"thread_id" => "t1"}
-      }
-
+      message = @thread_closed
       json = JSON.encode!(message)
       key = Message.window_key(message, json)
       # The same bytes, other bytes of the same content, or no bytes at all.
