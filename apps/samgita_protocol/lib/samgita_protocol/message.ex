@@ -110,6 +110,19 @@ defmodule SamgitaProtocol.Message do
   end
 
   @doc false
+  # The response to a request that carries no optional envelope field, from
+  # its id and correlation_id.
+  def plain_response(id, correlation_id, result) do
+    %{
+      "schema_version" => Schema.version(),
+      "type" => "response",
+      "id" => id,
+      "correlation_id" => correlation_id,
+      "result" => result
+    }
+  end
+
+  @doc false
   def error_response(request, %Error{} = error) do
     echo(request, "error", Error.to_wire(safe(error)))
   end

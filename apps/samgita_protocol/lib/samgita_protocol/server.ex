@@ -336,8 +336,23 @@ defmodule SamgitaProtocol.Server do
   # What a handler sees of the request's identity (see Handler.context/0).
   @context_keys ["id", "correlation_id", "method", "command_id" | Message.context_keys()]
 
-  defp call_handler(server, spec, %{"params" => params} = request, now) do
-    context = context(request, spec, server.connection_id)
+  defp call_handler(server, spec, request, now) do
+    %{"id" => id, "correlation_id" => correlation_id, "params" => params} = request
+    # A validated request of six fields carries only the required ones: its
+    # context and response envelope are built directly from what was read
+    # (this runs for every request).
+    plain? = map_size(request) == 6
+
+    context =
+      if plain?,
+        do: %{
+          "id" => id,
+          "correlation_id" => correlation_id,
+          "method" => spec.method,
+          "connection_id" => server.connection_id
+        },
+        else:
+          @context_keys |> :maps.with(request) |> Map.put("connection_id", server.connection_id)
 
     outcome =
       try do
@@ -351,7 +366,11 @@ defmodule SamgitaProtocol.Server do
     case outcome do
       {:ok, result, host_state} when is_map(result) ->
         server = %{server | host_state: host_state}
-        response = Message.response(request, result)
+
+        response =
+          if plain?,
+            do: Message.plain_response(id, correlation_id, result),
+            else: Message.response(request, result)
 
         case check_own_result(server, spec, params, response, result, now) do
           :ok -> {:reply, response, server}
@@ -379,22 +398,6 @@ defmodule SamgitaProtocol.Server do
         {:reply, internal(request), server}
     end
   end
-
-  # The common request carries no optional envelope field (a validated
-  # request of six fields has only the required ones): its context is built
-  # directly (this runs for every request).
-  defp context(%{"id" => id, "correlation_id" => correlation_id} = request, spec, connection_id)
-       when map_size(request) == 6 do
-    %{
-      "id" => id,
-      "correlation_id" => correlation_id,
-      "method" => spec.method,
-      "connection_id" => connection_id
-    }
-  end
-
-  defp context(request, _spec, connection_id),
-    do: @context_keys |> :maps.with(request) |> Map.put("connection_id", connection_id)
 
   # The handler's result must be a valid, bound result for this request that
   # fits in one message; otherwise the peer gets a fixed internal error (the
