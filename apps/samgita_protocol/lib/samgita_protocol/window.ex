@@ -1,7 +1,9 @@
 defmodule SamgitaProtocol.Window do
   @moduledoc false
   # A bounded first-in-first-out map: inserting into a full window evicts the
-  # oldest key. Used for terminal request identities (completed or expired).
+  # oldest key, and keys can be deleted. Used for the client's correlated
+  # stream/resume results waiting for receive_replay/2 (consumed ones are
+  # deleted); request identities use `SamgitaProtocol.RecentIds`.
 
   @type t :: %__MODULE__{map: map(), queue: :queue.queue(), max: pos_integer()}
   defstruct map: %{}, queue: :queue.new(), max: 128
