@@ -294,19 +294,32 @@ defmodule SamgitaProtocol.Codec do
   # duration of the call) cost about 40% of the decode of a small message.
   @tracked_above 16_384
 
-  defp decode_json(binary, _max_depth) when byte_size(binary) <= @tracked_above do
-    case :json.decode(binary, [], %{null: nil, object_finish: &__MODULE__.finish_object/2}) do
+  defp decode_json(binary, max_depth) when byte_size(binary) <= @tracked_above do
+    case decode_untracked(binary) do
       {term, _acc, rest} ->
         if whitespace?(rest),
           do: {:ok, term, :unmeasured},
-          else: {:error, Error.peer(:invalid_json, "unexpected data after the JSON value")}
+          else: decode_tracked(binary, max_depth)
+
+      :failed ->
+        decode_tracked(binary, max_depth)
     end
-  catch
-    {:duplicate_key, key} -> {:error, duplicate_key_error(key)}
-    :error, reason -> {:error, Error.peer(:invalid_json, json_reason(reason))}
   end
 
-  defp decode_json(binary, max_depth) do
+  defp decode_json(binary, max_depth), do: decode_tracked(binary, max_depth)
+
+  # Any failure of the untracked decoder (a syntax error, trailing data, a
+  # repeated key) is decoded again with depth tracking, which reports the
+  # same error the tracked decoder always reports: a depth violation before
+  # the first syntax error or repeated key past it. Only invalid input pays.
+  defp decode_untracked(binary) do
+    :json.decode(binary, [], %{null: nil, object_finish: &__MODULE__.finish_object/2})
+  catch
+    {:duplicate_key, _key} -> :failed
+    :error, _reason -> :failed
+  end
+
+  defp decode_tracked(binary, max_depth) do
     Process.put(@depth_key, 0)
 
     decoders = %{

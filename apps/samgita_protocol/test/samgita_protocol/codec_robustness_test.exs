@@ -207,10 +207,21 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
     mismatches =
       for i <- 1..div(@iterations, 2),
           input =
-            if(rem(i, 2) == 0,
-              do: fixtures |> Enum.random() |> mutate_bytes(:rand.uniform(4)),
-              else: maps |> Enum.random() |> mutate_json(:rand.uniform(3)) |> JSON.encode!()
-            ),
+            (case rem(i, 3) do
+               0 ->
+                 fixtures |> Enum.random() |> mutate_bytes(:rand.uniform(4))
+
+               1 ->
+                 maps |> Enum.random() |> mutate_json(:rand.uniform(3)) |> JSON.encode!()
+
+               # A run of brackets past max_depth, often with a syntax error
+               # or a repeated key after it.
+               2 ->
+                 fixtures
+                 |> Enum.random()
+                 |> insert_brackets()
+                 |> mutate_bytes(:rand.uniform(2) - 1)
+             end),
           small = outcome(Codec.decode(input)),
           large = outcome(Codec.decode(input <> padding)),
           small != large,
@@ -218,6 +229,13 @@ defmodule SamgitaProtocol.CodecRobustnessTest do
 
     assert mismatches == [],
            "#{length(mismatches)} differ, first: #{inspect(Enum.take(mismatches, 1))}"
+  end
+
+  defp insert_brackets(binary) do
+    pos = :rand.uniform(byte_size(binary) + 1) - 1
+    <<pre::binary-size(pos), post::binary>> = binary
+    open = String.duplicate(Enum.random(["[", ~s({"k":)]), 30 + :rand.uniform(10))
+    pre <> open <> post
   end
 
   # The padding itself changes what a syntax error message says about the

@@ -154,6 +154,26 @@ defmodule SamgitaProtocol.CodecTest do
       end
     end
 
+    # A small input that fails to parse is parsed again with depth tracking,
+    # so a depth violation before the failure is reported as such, as for
+    # a large input.
+    for {label, input} <- [
+          {"a repeated key after",
+           ~s({"a":1,"a":) <> String.duplicate("[", 40) <> String.duplicate("]", 40) <> "}"},
+          {"trailing data after", String.duplicate("[", 40) <> String.duplicate("]", 40) <> " x"},
+          {"the end of the input after", String.duplicate("[", 40)},
+          {"a truncated envelope after",
+           ~s({"schema_version":"1.0","type":"request","params":{"thread_id":) <>
+             String.duplicate("[", 40)}
+        ] do
+      test "too deep before #{label}: depth_exceeded, small or large" do
+        input = unquote(input)
+        padded = input <> String.duplicate(" ", 17_000)
+        assert {:error, %Error{code: :depth_exceeded}} = Codec.decode(input)
+        assert {:error, %Error{code: :depth_exceeded}} = Codec.decode(padded)
+      end
+    end
+
     defp wire_with_payload(event, inner, padding) do
       payload = %{"inner" => inner, "pad" => String.duplicate("x", padding)}
       JSON.encode!(put_in(event, ["params", "event", "payload"], payload))
