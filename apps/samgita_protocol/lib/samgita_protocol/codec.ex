@@ -11,7 +11,8 @@ defmodule SamgitaProtocol.Codec do
        key repeated in an object (`:duplicate_key`), nested at most
        `:max_depth` deep (`:depth_exceeded`; above 16 KiB checked while
        decoding, so no deeper term is ever built from a large input; a
-       smaller input is measured right after decoding, before step 4)
+       smaller input is measured right after decoding, before step 4, and
+       gets the same codes)
     4. it is a valid envelope for its `type` and `method`: see
        `SamgitaProtocol.Schema` and `docs/protocol.md`
 
