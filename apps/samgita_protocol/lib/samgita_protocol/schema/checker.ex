@@ -21,62 +21,77 @@ defmodule SamgitaProtocol.Schema.Checker do
   # the two equal.
 
   alias SamgitaProtocol.Schema
-  alias SamgitaProtocol.Schema.Validator
+  alias SamgitaProtocol.Schema.{Plan, Validator}
 
   @max_id_bytes Schema.max_id_bytes()
 
   # -- plans, computed at compile time -------------------------------------
   #
+  # `Schema.Plan` resolves the types (references, enums, :notification, the
+  # envelope placeholders :params and :result); this module looks fields up
+  # by key, so each `{:object, id, required_count}` of a plan is inlined as
   # {:object, required, optional, task_ref?} with required and optional as
-  # [{key, plan}]; {:list, plan, min, max}; {:enum, %{value => true}};
-  # references resolved, {:ref, "notification"} as :notification; the
-  # envelope placeholders :params and :result kept.
-
-  definitions = Schema.definitions()
-
-  plan = fn
-    plan, {:object, required, optional} ->
-      fields = fn fields -> Enum.map(fields, fn {key, type} -> {key, plan.(plan, type)} end) end
-      task_ref? = Enum.any?(required ++ optional, &match?({"task_ref", _}, &1))
-      {:object, fields.(required), fields.(optional), task_ref?}
-
-    plan, {:list, type, min, max} ->
-      {:list, plan.(plan, type), min, max}
-
-    _plan, {:enum, values} ->
-      {:enum, Map.new(values, &{&1, true})}
-
-    _plan, {:ref, "notification"} ->
-      :notification
-
-    plan, {:ref, name} ->
-      plan.(plan, Map.fetch!(definitions, name))
-
-    _plan, type ->
-      type
-  end
+  # [{key, plan}].
 
   # The fields `message/3` has already checked are left out of the envelopes.
+  # A response carries result or error and rarely anything else: those come
+  # first, so the optional walk usually stops after one lookup.
   envelope = fn kind, spec ->
     {required, optional} = Schema.envelope(kind, spec)
     prechecked = ["schema_version", "type", "method"]
     required = Enum.reject(required, fn {key, _} -> key in prechecked end)
-    # A response carries result or error and rarely anything else: look
-    # for those first, so the optional walk usually stops after one lookup.
     {first, rest} = Enum.split_with(optional, fn {key, _} -> key in ["result", "error"] end)
-    plan.(plan, {:object, required, first ++ rest})
+    {:object, required, first ++ rest}
   end
 
-  @error_plan plan.(plan, {:ref, "error"})
-  @request_envelope envelope.(:request, %{mutation: false})
-  @mutation_envelope envelope.(:request, %{mutation: true})
-  @response_envelope envelope.(:response, nil)
-  @notification_envelope envelope.(:notification, nil)
+  methods = Schema.methods()
+
+  types =
+    [
+      {:ref, "error"},
+      envelope.(:request, %{mutation: false}),
+      envelope.(:request, %{mutation: true}),
+      envelope.(:response, nil),
+      envelope.(:notification, nil)
+    ] ++ Enum.flat_map(methods, &[&1.params, &1.result || :none])
+
+  {plans, fields} = Plan.build(types, Schema.definitions())
+  fields_by_object = Enum.group_by(fields, &elem(&1, 0))
+
+  inline = fn
+    inline, {:object, id, _required_count} ->
+      {required, optional} =
+        fields_by_object
+        |> Map.get(id, [])
+        |> Enum.split_with(fn {_id, _key, _plan, flag} -> flag == true end)
+
+      pairs = fn fields ->
+        Enum.map(fields, fn {_, key, plan, _} -> {key, inline.(inline, plan)} end)
+      end
+
+      task_ref? = Enum.any?(optional, &match?({_, _, _, :task_ref}, &1))
+      {:object, pairs.(required), pairs.(optional), task_ref?}
+
+    inline, {:list, plan, min, max} ->
+      {:list, inline.(inline, plan), min, max}
+
+    _inline, plan ->
+      plan
+  end
+
+  [error, request, mutation, response, notification | method_plans] =
+    Enum.map(plans, &inline.(inline, &1))
+
+  @error_plan error
+  @request_envelope request
+  @mutation_envelope mutation
+  @response_envelope response
+  @notification_envelope notification
 
   # One clause per method name (see Schema.method/1).
-  for spec <- Schema.methods() do
-    plans = {spec, plan.(plan, spec.params), spec.result && plan.(plan, spec.result)}
-    defp method(unquote(spec.method)), do: unquote(Macro.escape(plans))
+  for {spec, [params, result]} <- Enum.zip(methods, Enum.chunk_every(method_plans, 2)) do
+    result = if spec.result, do: result
+    defp method(unquote(spec.method)), do: unquote(Macro.escape({spec, params, result}))
   end
 
   defp method(_name), do: nil

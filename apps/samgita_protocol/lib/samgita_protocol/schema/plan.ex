@@ -1,8 +1,9 @@
 defmodule SamgitaProtocol.Schema.Plan do
   @moduledoc false
-  # Compile-time helper of `Schema.Encoder`: turns schema types into plans
-  # it walks, and lists every object field so it can generate one function
-  # clause per field.
+  # Compile-time helper of `Schema.Encoder` and `Schema.Checker`: turns
+  # schema types into the plans they walk, and lists every object field. The
+  # encoder generates one function clause per field; the checker, which
+  # looks fields up by key instead, inlines each object's field lists.
   #
   # Why clauses: the encoder walks a map's pairs in order (`:maps.to_list/1`)
   # and must find each key's field. Looking a binary key up in a map of
