@@ -112,13 +112,16 @@ defmodule SamgitaProtocol.Message do
   @doc false
   # The response to a request that carries no optional envelope field, from
   # its id and correlation_id.
-  def plain_response(id, correlation_id, result) do
+  def plain_response(id, correlation_id, result),
+    do: plain_echo(id, correlation_id, "result", result)
+
+  defp plain_echo(id, correlation_id, key, value) do
     %{
       "schema_version" => Schema.version(),
       "type" => "response",
       "id" => id,
       "correlation_id" => correlation_id,
-      "result" => result
+      key => value
     }
   end
 
@@ -143,26 +146,13 @@ defmodule SamgitaProtocol.Message do
         key,
         value
       )
-      when map_size(request) == 6 do
-    %{
-      "schema_version" => Schema.version(),
-      "type" => "response",
-      "id" => id,
-      "correlation_id" => correlation_id,
-      key => value
-    }
-  end
+      when map_size(request) == 6,
+      do: plain_echo(id, correlation_id, key, value)
 
   def echo(request, key, value) do
     @echo_keys
     |> :maps.with(request)
-    |> Map.merge(%{
-      "schema_version" => Schema.version(),
-      "type" => "response",
-      "id" => request["id"],
-      "correlation_id" => request["correlation_id"],
-      key => value
-    })
+    |> Map.merge(plain_echo(request["id"], request["correlation_id"], key, value))
   end
 
   @doc false

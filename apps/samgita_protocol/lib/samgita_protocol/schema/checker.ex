@@ -11,8 +11,8 @@ defmodule SamgitaProtocol.Schema.Checker do
   # ones counted against `map_size/1`, which also rejects unknown and
   # non-string keys; walking the pairs against generated clauses, as
   # `Schema.Encoder` does because it must write pairs in order, was no
-  # faster here and allocated seven times as much), and for decoded terms (`trusted`) no UTF-8 checks,
-  # which the decoder already made. Depth is checked at every container, so
+  # faster here and allocated seven times as much), and for decoded terms
+  # (`trusted`) no UTF-8 checks, which the decoder already made. Depth is checked at every container, so
   # `SamgitaProtocol.Codec` relies on this walk to bound the depth of small
   # decoded messages.
   #
@@ -36,24 +36,18 @@ defmodule SamgitaProtocol.Schema.Checker do
   # The fields `message/3` has already checked are left out of the envelopes.
   # A response carries result or error and rarely anything else: those come
   # first, so the optional walk usually stops after one lookup.
-  envelope = fn kind, spec ->
-    {required, optional} = Schema.envelope(kind, spec)
-    prechecked = ["schema_version", "type", "method"]
-    required = Enum.reject(required, fn {key, _} -> key in prechecked end)
-    {first, rest} = Enum.split_with(optional, fn {key, _} -> key in ["result", "error"] end)
-    {:object, required, first ++ rest}
-  end
+  envelopes =
+    for {:object, required, optional} <- Plan.envelopes() do
+      prechecked = ["schema_version", "type", "method"]
+      required = Enum.reject(required, fn {key, _} -> key in prechecked end)
+      {first, rest} = Enum.split_with(optional, fn {key, _} -> key in ["result", "error"] end)
+      {:object, required, first ++ rest}
+    end
 
   methods = Schema.methods()
 
   types =
-    [
-      {:ref, "error"},
-      envelope.(:request, %{mutation: false}),
-      envelope.(:request, %{mutation: true}),
-      envelope.(:response, nil),
-      envelope.(:notification, nil)
-    ] ++ Enum.flat_map(methods, &[&1.params, &1.result || :none])
+    [{:ref, "error"} | envelopes] ++ Enum.flat_map(methods, &[&1.params, &1.result || :none])
 
   {plans, fields} = Plan.build(types, Schema.definitions())
   fields_by_object = Enum.group_by(fields, &elem(&1, 0))

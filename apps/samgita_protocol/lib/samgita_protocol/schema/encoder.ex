@@ -24,20 +24,11 @@ defmodule SamgitaProtocol.Schema.Encoder do
 
   # -- plans, computed at compile time (see Schema.Plan) ---------------------
 
-  envelope = fn kind, spec ->
-    {required, optional} = Schema.envelope(kind, spec)
-    {:object, required, optional}
-  end
-
-  envelopes = [
-    envelope.(:request, %{mutation: false}),
-    envelope.(:request, %{mutation: true}),
-    envelope.(:response, nil),
-    envelope.(:notification, nil)
-  ]
-
   methods = Schema.methods()
-  {plans, fields} = Plan.build(envelopes ++ Enum.map(methods, & &1.params), Schema.definitions())
+
+  {plans, fields} =
+    Plan.build(Plan.envelopes() ++ Enum.map(methods, & &1.params), Schema.definitions())
+
   {[request, mutation, response, notification], params_plans} = Enum.split(plans, 4)
 
   @request_envelope request

@@ -24,7 +24,25 @@ defmodule SamgitaProtocol.Schema.Plan do
   #   * every other type as it is (`:id`, `:text`, `:json_object`, the
   #     envelope placeholders `:params` and `:result`, ...)
 
+  alias SamgitaProtocol.Schema
+
   @type field :: {pos_integer(), String.t(), term(), boolean() | :task_ref}
+
+  @doc false
+  # The four envelopes as object types, in this order: a read request, a
+  # mutation request, a response, a notification.
+  @spec envelopes() :: [term()]
+  def envelopes do
+    for {kind, spec} <- [
+          request: %{mutation: false},
+          request: %{mutation: true},
+          response: nil,
+          notification: nil
+        ] do
+      {required, optional} = Schema.envelope(kind, spec)
+      {:object, required, optional}
+    end
+  end
 
   @doc false
   # Plans for `types` (a list), and the fields of every object in them.
