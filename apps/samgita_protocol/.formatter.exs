@@ -1,3 +1,0 @@
-[
-  inputs: ["{mix,.formatter}.exs", "{config,lib,test,bench,examples}/**/*.{ex,exs}"]
-]

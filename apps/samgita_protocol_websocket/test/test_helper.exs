@@ -1,1 +1,0 @@
-ExUnit.start(exclude: [:interop])

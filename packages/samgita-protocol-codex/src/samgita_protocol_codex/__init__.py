@@ -1,0 +1,3 @@
+"""samgita_protocol_codex."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""samgita_protocol_websocket."""
+
+__all__: list[str] = []

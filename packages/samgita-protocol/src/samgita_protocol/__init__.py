@@ -1,0 +1,3 @@
+"""samgita_protocol."""
+
+__all__: list[str] = []
