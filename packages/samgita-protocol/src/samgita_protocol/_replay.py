@@ -1,0 +1,302 @@
+"""A bounded in-memory host log of one stream's replayable notifications.
+
+See ``docs/protocol.md`` section 11. The log assigns contiguous positive
+cursors, answers ``stream/resume`` pages of at most :data:`PAGE_SIZE` events
+and forgets its oldest events once ``max_events`` or ``max_bytes`` is
+reached. It is not durable: a host that promises replay across restarts
+must persist events itself.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Final, cast
+
+import msgspec
+from msgspec import UNSET
+
+from ._codec import encode
+from ._errors import ErrorCode, ProtocolError
+from ._schema import Notification, StreamResumeResult
+
+__all__ = ["PAGE_SIZE", "Replay"]
+
+#: Events per ``since`` page; also the ``maxItems`` of a ``stream/resume``
+#: result's ``events``.
+PAGE_SIZE: Final = 128
+
+#: Default retained events: eight pages, enough for a client that fell a few
+#: pages behind, small enough that an idle stream costs little.
+DEFAULT_MAX_EVENTS: Final = 1024
+
+#: Default retained encoded bytes (8 MiB): eight maximal messages.
+DEFAULT_MAX_BYTES: Final = 8 * 1024 * 1024
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected {name} to be a positive integer, got: {value!r}")
+    if value <= 0:
+        raise ValueError(f"expected {name} to be a positive integer, got: {value!r}")
+    return value
+
+
+def _stream_id(value: object) -> str:
+    # The wire's id type: a UTF-8 string of 1 to 256 bytes.
+    if not isinstance(value, str):
+        raise TypeError(f"expected stream_id to be a string, got: {value!r}")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        size = 0
+    if not 1 <= size <= 256:
+        raise ValueError(
+            f"expected stream_id to be a UTF-8 string of 1 to 256 bytes, got: {value!r}"
+        )
+    return value
+
+
+class Replay:
+    """Bounded in-memory log of one stream (host side of ``stream/resume``).
+
+    Events are stored in chunks aligned to the page size: chunk ``k`` holds
+    cursors ``128 * k + 1 .. 128 * k + 128``, so any page spans at most two
+    chunks and is read with two dict lookups and two list slices, whatever
+    the number of retained events. Eviction clears the evicted slot (and
+    drops a chunk with its last slot), so the bounds limit memory, not only
+    what :meth:`since` returns.
+
+    Args:
+        stream_id: the stream this log sequences (a wire id).
+        max_events: retained events; the oldest are evicted first.
+        max_bytes: retained encoded bytes; the oldest are evicted first.
+
+    Raises:
+        TypeError, ValueError: a bad ``stream_id``, ``max_events`` or
+            ``max_bytes`` (the message names it).
+    """
+
+    __slots__ = (
+        "_bytes",
+        "_chunks",
+        "_first",
+        "_last",
+        "_max_bytes",
+        "_max_events",
+        "_sizes",
+        "_stream_id",
+    )
+
+    def __init__(
+        self,
+        stream_id: str,
+        *,
+        max_events: int = DEFAULT_MAX_EVENTS,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self._stream_id = _stream_id(stream_id)
+        self._max_events = _positive_int("max_events", max_events)
+        self._max_bytes = _positive_int("max_bytes", max_bytes)
+        # chunk index -> slots (None once evicted); the newest chunk grows by
+        # append, older chunks hold exactly PAGE_SIZE slots.
+        self._chunks: dict[int, list[Notification | None]] = {}
+        # Encoded sizes of the retained events, oldest first (eviction is
+        # always from the front).
+        self._sizes: deque[int] = deque()
+        self._first = 1
+        self._last = 0
+        self._bytes = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"Replay({self._stream_id!r}, first_cursor={self._first}, "
+            f"last_cursor={self._last}, retained_bytes={self._bytes})"
+        )
+
+    @property
+    def stream_id(self) -> str:
+        """The stream this log sequences."""
+        return self._stream_id
+
+    @property
+    def first_cursor(self) -> int:
+        """The oldest retained cursor (``last_cursor + 1`` when empty)."""
+        return self._first
+
+    @property
+    def last_cursor(self) -> int:
+        """The cursor of the newest event (0 before the first append)."""
+        return self._last
+
+    @property
+    def retained_bytes(self) -> int:
+        """Encoded bytes of the retained events."""
+        return self._bytes
+
+    @property
+    def max_events(self) -> int:
+        """The retained-event bound."""
+        return self._max_events
+
+    @property
+    def max_bytes(self) -> int:
+        """The retained-bytes bound."""
+        return self._max_bytes
+
+    def __len__(self) -> int:
+        """Number of retained events."""
+        return self._last - self._first + 1
+
+    def append(self, notification: Notification) -> Notification:
+        """Append one event and return it as retained (with ``stream_id`` and ``cursor``).
+
+        Unsequenced input gets this stream's ``stream_id`` and the next
+        cursor; sequenced input must carry this stream and exactly the next
+        cursor and is returned unchanged. The oldest events are then evicted
+        until both bounds hold. On error the log is unchanged.
+
+        Raises:
+            ProtocolError: ``invalid_message`` (not a :class:`Notification`),
+                ``unpaired_stream_position`` (only one of ``stream_id`` and
+                ``cursor``), ``foreign_stream`` (another stream),
+                ``cursor_gap`` (not the next cursor), ``limit_exceeded``
+                (the event alone is larger than ``max_bytes``), and any
+                code :func:`encode` raises for an invalid notification.
+        """
+        if not isinstance(notification, Notification):
+            raise ProtocolError(
+                ErrorCode.INVALID_MESSAGE, "only notifications can be replayed"
+            )
+        next_cursor = self._last + 1
+        stream_id = notification.stream_id
+        cursor = notification.cursor
+        if stream_id is UNSET and cursor is UNSET:
+            notification = msgspec.structs.replace(
+                notification, stream_id=self._stream_id, cursor=next_cursor
+            )
+        elif stream_id is UNSET or cursor is UNSET:
+            raise ProtocolError(
+                ErrorCode.UNPAIRED_STREAM_POSITION,
+                "stream_id and cursor must appear together",
+            )
+        elif stream_id != self._stream_id:
+            raise ProtocolError(
+                ErrorCode.FOREIGN_STREAM,
+                "notification belongs to another stream",
+                data={"stream_id": stream_id, "expected": self._stream_id},
+            )
+        elif type(cursor) is not int or cursor != next_cursor:
+            raise ProtocolError(
+                ErrorCode.CURSOR_GAP,
+                "sequenced input must continue the stream",
+                data={"expected": next_cursor, "cursor": cursor},
+            )
+        size = len(encode(notification))
+        if size > self._max_bytes:
+            raise ProtocolError(
+                ErrorCode.LIMIT_EXCEEDED,
+                "event is larger than max_bytes",
+                data={"limit": "max_bytes", "max": self._max_bytes},
+            )
+        index, offset = divmod(next_cursor - 1, PAGE_SIZE)
+        if offset == 0:
+            self._chunks[index] = [notification]
+        else:
+            self._chunks[index].append(notification)
+        self._sizes.append(size)
+        self._last = next_cursor
+        self._bytes += size
+        self._evict()
+        return notification
+
+    def _evict(self) -> None:
+        chunks = self._chunks
+        sizes = self._sizes
+        while (
+            self._last - self._first + 1 > self._max_events
+            or self._bytes > self._max_bytes
+        ):
+            index, offset = divmod(self._first - 1, PAGE_SIZE)
+            # The newest event always fits both bounds, so it is never
+            # evicted: the chunk of `first` is complete when `offset` is its
+            # last slot, and then goes as a whole.
+            if offset == PAGE_SIZE - 1:
+                del chunks[index]
+            else:
+                chunks[index][offset] = None
+            self._bytes -= sizes.popleft()
+            self._first += 1
+
+    def since(self, cursor: int) -> list[Notification]:
+        """Return the retained events after ``cursor``, at most one page (128), in order.
+
+        ``cursor`` is the last processed position (0 for "from the start").
+        Continue from the last returned event's cursor while fewer than all
+        remaining events were returned. ``cursor == last_cursor`` gives ``[]``.
+
+        Raises:
+            TypeError: ``cursor`` is not an int.
+            ProtocolError: ``invalid_cursor`` when ``cursor`` is negative or
+                beyond the newest event, ``replay_gap`` when ``cursor + 1``
+                is no longer retained (``data.first_retained`` names the
+                oldest retained cursor).
+        """
+        upto = self._check(cursor)
+        if upto == cursor:
+            return []
+        return self._read(cursor + 1, upto)
+
+    def page(self, cursor: int) -> StreamResumeResult:
+        """Answer ``stream/resume`` from ``cursor``: a :class:`StreamResumeResult`.
+
+        Its ``events`` are :meth:`since` ``(cursor)``, its ``cursor`` the last
+        returned cursor (``cursor`` itself when empty) and ``has_more``
+        whether newer events remain.
+
+        Raises:
+            TypeError, ProtocolError: as :meth:`since`.
+        """
+        events = self.since(cursor)
+        upto = cursor + len(events)
+        return StreamResumeResult(
+            stream_id=self._stream_id,
+            cursor=upto,
+            events=events,
+            has_more=upto < self._last,
+        )
+
+    def _check(self, cursor: int) -> int:
+        # The last cursor of the page from `cursor`, after the error checks.
+        if isinstance(cursor, bool) or not isinstance(cursor, int):
+            raise TypeError(f"expected cursor to be an int, got: {cursor!r}")
+        last = self._last
+        if cursor < 0 or cursor > last:
+            raise ProtocolError(
+                ErrorCode.INVALID_CURSOR,
+                "cursor is beyond the newest event"
+                if cursor > last
+                else "cursor must be >= 0",
+                data={"cursor": cursor, "last": last},
+            )
+        if cursor == last:
+            return cursor
+        if cursor + 1 < self._first:
+            raise ProtocolError(
+                ErrorCode.REPLAY_GAP,
+                "events after this cursor are no longer retained",
+                data={"cursor": cursor, "first_retained": self._first},
+            )
+        return min(cursor + PAGE_SIZE, last)
+
+    def _read(self, lo: int, hi: int) -> list[Notification]:
+        # Retained events lo..hi (at most one page, so one or two chunks).
+        first_index, first_offset = divmod(lo - 1, PAGE_SIZE)
+        last_index, last_offset = divmod(hi - 1, PAGE_SIZE)
+        chunk = self._chunks[first_index]
+        if first_index == last_index:
+            events = chunk[first_offset : last_offset + 1]
+        else:
+            events = chunk[first_offset:]
+            events += self._chunks[last_index][: last_offset + 1]
+        # Every slot in lo..hi is retained, so none is None.
+        return cast("list[Notification]", events)

@@ -1,0 +1,640 @@
+"""Stream positions of replayable notifications on the receiving side.
+
+:class:`ClientStreams` is the client's consumption state (one bounded buffer
+of undelivered notifications and, per stream, ``processed <= delivered <=
+received``); :class:`ServerPositions` the server's processed positions. Both
+are used by :class:`~samgita_protocol.Client` and
+:class:`~samgita_protocol.Server`; ``docs/protocol.md`` section 11 is the
+behaviour. Every method either completes or raises and leaves the object as
+it was.
+
+How content is retained for ``replay_conflict``: a received-but-unprocessed
+event whose wire form is at most :data:`INLINE_CONTENT_BYTES` (1 KiB) is kept
+by reference to its decoded :class:`Notification` (which the buffer holds
+anyway until it is drained, so keeping it costs nothing more); anything
+larger is kept as a 16-byte BLAKE2b digest of its canonical encoding. Content
+is compared exactly and independently of key order and whitespace on the
+wire: both sides are re-encoded canonically (msgspec, sorted keys), so ``1``
+and ``1.0`` differ as they do on the wire. The retained content is therefore
+bounded by ``max_streams * max_stream_hashes`` entries of about 1 KiB of wire
+bytes each. BLAKE2b guards against accidental conflicts between
+authenticated peers; it is not a security boundary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Final, NamedTuple, cast
+
+import msgspec
+from msgspec import UNSET
+
+from ._errors import ErrorCode, ProtocolError
+from ._schema import Notification
+
+__all__ = [
+    "DEFAULT_MAX_BUFFERED_NOTIFICATIONS",
+    "DEFAULT_MAX_STREAM_HASHES",
+    "DEFAULT_MAX_STREAMS",
+    "INLINE_CONTENT_BYTES",
+    "ClientStreams",
+    "ServerPositions",
+    "StreamPosition",
+    "validate_positions",
+]
+
+#: Undelivered sequenced notifications a client buffers: one full
+#: ``stream/resume`` page, so a drained client can always ingest a page.
+DEFAULT_MAX_BUFFERED_NOTIFICATIONS: Final = 128
+
+#: Streams tracked per side; release finished ones with ``forget``.
+DEFAULT_MAX_STREAMS: Final = 64
+
+#: Per-stream retained content of received but unprocessed events (one page).
+DEFAULT_MAX_STREAM_HASHES: Final = 128
+
+#: Wire size up to which retained content is the decoded notification itself;
+#: larger events are kept as a digest so a delivered-but-unacknowledged large
+#: event is not held twice.
+INLINE_CONTENT_BYTES: Final = 1024
+
+_MAX_ID_BYTES: Final = 256
+
+# Canonical form for content comparison: struct fields and dict keys sorted,
+# so key order and whitespace on the wire do not matter.
+_CANONICAL: Final = msgspec.json.Encoder(order="sorted")
+
+_Content = Notification | bytes
+
+
+def _digest(notification: Notification) -> bytes:
+    return hashlib.blake2b(_CANONICAL.encode(notification), digest_size=16).digest()
+
+
+def _same_content(kept: _Content, notification: Notification) -> bool:
+    if kept is notification:
+        return True
+    if isinstance(kept, bytes):
+        return kept == _digest(notification)
+    return _CANONICAL.encode(kept) == _CANONICAL.encode(notification)
+
+
+def _content(notification: Notification, content: bytes | None) -> _Content:
+    if content is None:
+        size = len(_CANONICAL.encode(notification))
+    else:
+        size = len(content)
+    return notification if size <= INLINE_CONTENT_BYTES else _digest(notification)
+
+
+def _limit(name: str, maximum: int) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.LIMIT_EXCEEDED,
+        f"{name} ({maximum}) reached",
+        data={"limit": name, "max": maximum},
+    )
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected {name} to be a positive integer, got: {value!r}")
+    if value <= 0:
+        raise ValueError(f"expected {name} to be a positive integer, got: {value!r}")
+    return value
+
+
+def _is_id(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        return 1 <= len(value.encode("utf-8")) <= _MAX_ID_BYTES
+    except UnicodeEncodeError:
+        return False
+
+
+def validate_positions(
+    name: str, positions: object, max_streams: int
+) -> dict[str, int]:
+    """Validate restored stream positions (client checkpoints, server positions).
+
+    ``positions`` must map stream ids (UTF-8 strings of 1 to 256 bytes) to
+    cursors ``>= 0``, at most ``max_streams`` of them. Returns a copy.
+
+    Raises:
+        TypeError: ``positions`` is not a mapping (the message names ``name``).
+        ValueError: a bad id or cursor, or more than ``max_streams`` streams.
+    """
+    if not isinstance(positions, Mapping):
+        raise TypeError(
+            f"expected {name} to be a mapping from stream ids to cursors, "
+            f"got: {positions!r}"
+        )
+    result: dict[str, int] = {}
+    for stream_id, cursor in positions.items():
+        if (
+            not _is_id(stream_id)
+            or isinstance(cursor, bool)
+            or not isinstance(cursor, int)
+            or cursor < 0
+        ):
+            raise ValueError(
+                f"expected {name} to be a mapping from stream ids (UTF-8 strings "
+                f"of 1 to {_MAX_ID_BYTES} bytes) to cursors >= 0, "
+                f"got entry: {stream_id!r}: {cursor!r}"
+            )
+        result[stream_id] = cursor
+    if len(result) > max_streams:
+        raise ValueError(
+            f"expected {name} to hold at most max_streams ({max_streams}) "
+            f"streams, got: {len(result)}"
+        )
+    return result
+
+
+def _sequenced(notification: Notification) -> tuple[str, int]:
+    stream_id = notification.stream_id
+    cursor = notification.cursor
+    if stream_id is UNSET or cursor is UNSET:
+        raise ValueError("expected a sequenced notification (stream_id and cursor)")
+    return stream_id, cursor
+
+
+class StreamPosition(NamedTuple):
+    """A client stream's positions: ``processed <= delivered <= received``."""
+
+    processed: int
+    delivered: int
+    received: int
+
+
+class _Stream:
+    """One stream's positions and the retained content of cursors
+    ``processed + 1 .. received`` (``retained[i]`` is cursor
+    ``processed + 1 + i``)."""
+
+    __slots__ = ("delivered", "processed", "received", "retained")
+
+    def __init__(self, cursor: int) -> None:
+        self.processed = cursor
+        self.delivered = cursor
+        self.received = cursor
+        self.retained: deque[_Content] = deque()
+
+    def copy(self) -> _Stream:
+        other = _Stream(self.processed)
+        other.delivered = self.delivered
+        other.received = self.received
+        other.retained = self.retained.copy()
+        return other
+
+
+class ClientStreams:
+    """The client's consumption state of replayable streams.
+
+    Sequenced notifications (live or from ``stream/resume`` pages) enter one
+    bounded buffer in arrival order; :meth:`drain` hands them out and
+    :meth:`ack` advances the *processed* position once the caller has
+    processed them. Only processed positions are checkpoints: receipt and
+    delivery never advance one.
+
+    Args:
+        max_buffered_notifications: undelivered notifications buffered.
+        max_streams: streams tracked (restored checkpoints included).
+        max_stream_hashes: per-stream retained content of received but
+            unprocessed events.
+        checkpoints: processed positions from :meth:`checkpoints` to restore
+            after a process restart (the caller checks they belong to the
+            same host).
+
+    Raises:
+        TypeError, ValueError: a bad bound or bad ``checkpoints`` (the
+            message names the option).
+    """
+
+    __slots__ = (
+        "_buffer",
+        "_max_buffered",
+        "_max_hashes",
+        "_max_streams",
+        "_streams",
+    )
+
+    def __init__(
+        self,
+        *,
+        max_buffered_notifications: int = DEFAULT_MAX_BUFFERED_NOTIFICATIONS,
+        max_streams: int = DEFAULT_MAX_STREAMS,
+        max_stream_hashes: int = DEFAULT_MAX_STREAM_HASHES,
+        checkpoints: Mapping[str, int] | None = None,
+    ) -> None:
+        self._max_buffered = _positive_int(
+            "max_buffered_notifications", max_buffered_notifications
+        )
+        self._max_streams = _positive_int("max_streams", max_streams)
+        self._max_hashes = _positive_int("max_stream_hashes", max_stream_hashes)
+        restored = (
+            {}
+            if checkpoints is None
+            else validate_positions("checkpoints", checkpoints, self._max_streams)
+        )
+        self._streams: dict[str, _Stream] = {
+            stream_id: _Stream(cursor) for stream_id, cursor in restored.items()
+        }
+        self._buffer: deque[Notification] = deque()
+
+    def __repr__(self) -> str:
+        return (
+            f"ClientStreams(streams={len(self._streams)}, buffered={len(self._buffer)})"
+        )
+
+    @property
+    def buffered(self) -> int:
+        """Number of buffered, undelivered notifications."""
+        return len(self._buffer)
+
+    @property
+    def max_buffered_notifications(self) -> int:
+        """The buffer bound."""
+        return self._max_buffered
+
+    @property
+    def max_streams(self) -> int:
+        """The stream-count bound."""
+        return self._max_streams
+
+    @property
+    def max_stream_hashes(self) -> int:
+        """The per-stream retained-content bound."""
+        return self._max_hashes
+
+    def position(self, stream_id: str) -> StreamPosition | None:
+        """The positions of ``stream_id``, or None for an unknown stream."""
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return None
+        return StreamPosition(stream.processed, stream.delivered, stream.received)
+
+    def _stream(self, stream_id: str) -> _Stream:
+        # The stream's state; a new one is not stored until something is
+        # buffered.
+        stream = self._streams.get(stream_id)
+        if stream is not None:
+            return stream
+        if len(self._streams) >= self._max_streams:
+            raise _limit("max_streams", self._max_streams)
+        return _Stream(0)
+
+    def _duplicate(
+        self, stream_id: str, stream: _Stream, cursor: int, notification: Notification
+    ) -> bool:
+        # True for an ignored duplicate, False for the next cursor; raises
+        # for a conflict or a gap.
+        if cursor <= stream.processed:
+            return True
+        if cursor <= stream.received:
+            kept = stream.retained[cursor - stream.processed - 1]
+            if _same_content(kept, notification):
+                return True
+            raise ProtocolError(
+                ErrorCode.REPLAY_CONFLICT,
+                "a stream event differs from the one already received",
+                data={"stream_id": stream_id, "cursor": cursor},
+                origin="peer",
+            )
+        if cursor != stream.received + 1:
+            raise ProtocolError(
+                ErrorCode.CURSOR_GAP,
+                "stream events were skipped or reordered; resume from the checkpoint",
+                data={
+                    "stream_id": stream_id,
+                    "expected": stream.received + 1,
+                    "cursor": cursor,
+                },
+                origin="peer",
+            )
+        return False
+
+    def ingest(self, notification: Notification, content: bytes | None = None) -> bool:
+        """Offer one sequenced notification; True when buffered, False for a duplicate.
+
+        A cursor at or below the processed position is an ignored duplicate;
+        a received but unprocessed cursor is compared with its retained
+        content (identical: ignored duplicate; different:
+        ``replay_conflict``); otherwise it must be exactly the next cursor
+        after the received one. ``content`` is the wire bytes the
+        notification was decoded from, when the caller has them (only their
+        length is used, to choose how content is retained). On error
+        nothing changed.
+
+        Raises:
+            ValueError: ``notification`` has no ``stream_id``/``cursor``.
+            ProtocolError: ``replay_conflict`` (peer: same cursor, other
+                content), ``cursor_gap`` (peer: a cursor was skipped or
+                reordered), ``limit_exceeded`` (``data.limit`` is
+                ``max_streams``, ``max_buffered_notifications`` or
+                ``max_stream_hashes``), raised before any position advances.
+        """
+        stream_id, cursor = _sequenced(notification)
+        stream = self._stream(stream_id)
+        if self._duplicate(stream_id, stream, cursor, notification):
+            return False
+        if len(self._buffer) >= self._max_buffered:
+            raise _limit("max_buffered_notifications", self._max_buffered)
+        if len(stream.retained) >= self._max_hashes:
+            raise _limit("max_stream_hashes", self._max_hashes)
+        stream.retained.append(_content(notification, content))
+        stream.received = cursor
+        self._streams[stream_id] = stream
+        self._buffer.append(notification)
+        return True
+
+    def ingest_page(self, stream_id: str, events: Iterable[Notification]) -> int:
+        """Ingest the events of a correlated ``stream/resume`` page, atomically.
+
+        Each event goes through the same duplicate, conflict and gap checks
+        as :meth:`ingest`; either every new event is buffered or, on error,
+        nothing changed (drain, acknowledge and call again with the same
+        page). Returns how many events were newly buffered.
+
+        Raises:
+            ProtocolError: ``foreign_stream`` (peer: an event of another
+                stream), ``replay_conflict``, ``cursor_gap`` (peer: the page
+                does not continue what was received), ``limit_exceeded``
+                (local: the new events do not fit, or a new stream over
+                ``max_streams``).
+        """
+        events = list(events)
+        if not events:
+            return 0
+        for event in events:
+            if event.stream_id != stream_id or event.cursor is UNSET:
+                raise ProtocolError(
+                    ErrorCode.FOREIGN_STREAM,
+                    "a replayed event belongs to another stream",
+                    data={"stream_id": stream_id, "event_stream_id": event.stream_id}
+                    if isinstance(event.stream_id, str)
+                    else {"stream_id": stream_id},
+                    origin="peer",
+                )
+        existing = self._stream(stream_id)
+        # Work on a scratch copy of this stream; commit only when all fit.
+        stream = existing.copy()
+        fresh: list[Notification] = []
+        room = self._max_buffered - len(self._buffer)
+        for event in events:
+            cursor = event.cursor
+            assert cursor is not UNSET
+            if self._duplicate(stream_id, stream, cursor, event):
+                continue
+            if len(fresh) >= room:
+                raise _limit("max_buffered_notifications", self._max_buffered)
+            if len(stream.retained) >= self._max_hashes:
+                raise _limit("max_stream_hashes", self._max_hashes)
+            stream.retained.append(_content(event, None))
+            stream.received = cursor
+            fresh.append(event)
+        if fresh:
+            self._streams[stream_id] = stream
+            self._buffer.extend(fresh)
+        return len(fresh)
+
+    def drain(self, max: int | None = None) -> list[Notification]:  # noqa: A002
+        """Hand out up to ``max`` (all when None) buffered notifications in arrival order.
+
+        Delivery does not advance a checkpoint: call :meth:`ack` after
+        processing.
+
+        Raises:
+            TypeError, ValueError: ``max`` is not a non-negative int.
+        """
+        buffer = self._buffer
+        if max is None:
+            count = len(buffer)
+        elif isinstance(max, bool) or not isinstance(max, int):
+            raise TypeError(f"expected max to be a non-negative int, got: {max!r}")
+        elif max < 0:
+            raise ValueError(f"expected max to be a non-negative int, got: {max!r}")
+        else:
+            count = min(max, len(buffer))
+        streams = self._streams
+        out: list[Notification] = []
+        for _ in range(count):
+            notification = buffer.popleft()
+            # Only sequenced notifications are buffered.
+            stream = streams[cast(str, notification.stream_id)]
+            cursor = cast(int, notification.cursor)
+            if cursor > stream.delivered:
+                stream.delivered = cursor
+            out.append(notification)
+        return out
+
+    def ack(self, stream_id: str, cursor: int) -> None:
+        """Mark ``stream_id`` processed through ``cursor`` (at most the last delivered one).
+
+        Acknowledging an already processed cursor is a no-op. The retained
+        content of the acknowledged cursors is dropped.
+
+        Raises:
+            TypeError: ``cursor`` is not an int.
+            ProtocolError: ``invalid_cursor`` for an unknown stream, a
+                negative cursor or a cursor that was not delivered.
+        """
+        if isinstance(cursor, bool) or not isinstance(cursor, int):
+            raise TypeError(f"expected cursor to be an int, got: {cursor!r}")
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            raise ProtocolError(
+                ErrorCode.INVALID_CURSOR,
+                "unknown stream",
+                data={"stream_id": stream_id},
+            )
+        if cursor < 0 or cursor > stream.delivered:
+            raise ProtocolError(
+                ErrorCode.INVALID_CURSOR,
+                "cannot acknowledge a cursor that was not delivered",
+                data={
+                    "stream_id": stream_id,
+                    "cursor": cursor,
+                    "delivered": stream.delivered,
+                },
+            )
+        if cursor <= stream.processed:
+            return
+        retained = stream.retained
+        for _ in range(cursor - stream.processed):
+            retained.popleft()
+        stream.processed = cursor
+
+    def forget(self, stream_id: str) -> None:
+        """Release a finished stream: drop its position and retained content.
+
+        It then no longer counts against ``max_streams`` nor appears in
+        :meth:`checkpoints`; a later notification of the same ``stream_id``
+        starts again from cursor 1. Forgetting an unknown stream is a no-op.
+
+        Raises:
+            ProtocolError: ``unacknowledged_events`` while any of its events is
+                buffered, or delivered but not acknowledged.
+        """
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return
+        if stream.processed < stream.received:
+            raise ProtocolError(
+                ErrorCode.UNACKNOWLEDGED_EVENTS,
+                "the stream has received events that were not acknowledged",
+                data={
+                    "stream_id": stream_id,
+                    "processed": stream.processed,
+                    "received": stream.received,
+                },
+            )
+        del self._streams[stream_id]
+
+    def checkpoints(self) -> dict[str, int]:
+        """The processed position of every tracked stream, to persist."""
+        return {stream_id: s.processed for stream_id, s in self._streams.items()}
+
+    def reconnect(self) -> None:
+        """Start a new connection generation (a no-op, by design).
+
+        Buffered notifications were received and checked on the old
+        connection and are still valid data; delivered but unacknowledged
+        ones are the caller's to acknowledge. Positions and retained content
+        are kept, so a resume from the processed checkpoint recognises the
+        events between processed and received as duplicates by content.
+        Only a process restart (a new object from :meth:`checkpoints`)
+        forgets them.
+        """
+
+    def copy(self) -> ClientStreams:
+        """An independent copy (every method is already all-or-nothing)."""
+        other = ClientStreams.__new__(ClientStreams)
+        other._max_buffered = self._max_buffered
+        other._max_streams = self._max_streams
+        other._max_hashes = self._max_hashes
+        other._streams = {k: s.copy() for k, s in self._streams.items()}
+        other._buffer = self._buffer.copy()
+        return other
+
+
+class ServerPositions:
+    """The server's processed positions of sequenced notifications from the peer.
+
+    The server answers each notification at once, so it retains nothing
+    received-but-unprocessed: :meth:`check` before the handler callback,
+    :meth:`mark` only after it succeeded (a failed callback leaves the
+    position, so the same cursor can be delivered again).
+
+    Args:
+        max_streams: streams tracked (restored positions included).
+        positions: from :meth:`positions`, to restore after a restart.
+
+    Raises:
+        TypeError, ValueError: a bad bound or bad ``positions`` (the
+            message names the option).
+    """
+
+    __slots__ = ("_max_streams", "_positions")
+
+    def __init__(
+        self,
+        *,
+        max_streams: int = DEFAULT_MAX_STREAMS,
+        positions: Mapping[str, int] | None = None,
+    ) -> None:
+        self._max_streams = _positive_int("max_streams", max_streams)
+        self._positions: dict[str, int] = (
+            {}
+            if positions is None
+            else validate_positions("positions", positions, self._max_streams)
+        )
+
+    def __repr__(self) -> str:
+        return f"ServerPositions({self._positions!r})"
+
+    @property
+    def max_streams(self) -> int:
+        """The stream-count bound."""
+        return self._max_streams
+
+    def check(self, notification: Notification) -> bool:
+        """Whether to hand ``notification`` to the handler (changes nothing).
+
+        True for an unsequenced notification and for the next cursor of its
+        stream; False for an already processed cursor (ignore it).
+
+        Raises:
+            ProtocolError: ``cursor_gap`` (peer: a cursor was skipped or
+                reordered), ``limit_exceeded`` (a new stream over
+                ``max_streams``).
+        """
+        stream_id = notification.stream_id
+        cursor = notification.cursor
+        if stream_id is UNSET or cursor is UNSET:
+            return True
+        processed = self._positions.get(stream_id)
+        if processed is None:
+            if len(self._positions) >= self._max_streams:
+                raise _limit("max_streams", self._max_streams)
+            processed = 0
+        if cursor <= processed:
+            return False
+        if cursor != processed + 1:
+            raise ProtocolError(
+                ErrorCode.CURSOR_GAP,
+                "stream events were skipped or reordered",
+                data={
+                    "stream_id": stream_id,
+                    "expected": processed + 1,
+                    "cursor": cursor,
+                },
+                origin="peer",
+            )
+        return True
+
+    def mark(self, stream_id: str, cursor: int) -> None:
+        """Record ``cursor`` of ``stream_id`` as processed (after the callback succeeded).
+
+        Raises:
+            ProtocolError: ``invalid_cursor`` when ``cursor`` is not the next
+                cursor of the stream (:meth:`check` did not accept it),
+                ``limit_exceeded`` for a new stream over ``max_streams``.
+        """
+        processed = self._positions.get(stream_id)
+        if processed is None:
+            if len(self._positions) >= self._max_streams:
+                raise _limit("max_streams", self._max_streams)
+            processed = 0
+        if cursor != processed + 1:
+            raise ProtocolError(
+                ErrorCode.INVALID_CURSOR,
+                "only the next cursor of a stream can be marked processed",
+                data={
+                    "stream_id": stream_id,
+                    "expected": processed + 1,
+                    "cursor": cursor,
+                },
+            )
+        self._positions[stream_id] = cursor
+
+    def positions(self) -> dict[str, int]:
+        """The processed positions, to persist after each successful callback."""
+        return dict(self._positions)
+
+    def forget(self, stream_id: str) -> None:
+        """Release a finished stream; a later notification starts again at cursor 1.
+
+        The server holds no unprocessed events, so this always succeeds
+        (forgetting an unknown stream is a no-op).
+        """
+        self._positions.pop(stream_id, None)
+
+    def copy(self) -> ServerPositions:
+        """An independent copy."""
+        other = ServerPositions.__new__(ServerPositions)
+        other._max_streams = self._max_streams
+        other._positions = dict(self._positions)
+        return other
