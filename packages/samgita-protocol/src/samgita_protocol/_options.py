@@ -1,0 +1,149 @@
+"""Connection bounds and their validation (private).
+
+Every bound of ``docs/protocol.md`` section 9 is a keyword option with a
+named default. Options are checked once, at construction; a bad value raises
+``TypeError`` (wrong type) or ``ValueError`` (wrong value) naming the option.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Final
+
+__all__ = [
+    "DEFAULT_MAX_BUFFERED_NOTIFICATIONS",
+    "DEFAULT_MAX_COMPLETED",
+    "DEFAULT_MAX_INCOMING_REQUESTS",
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_MAX_OUTSTANDING_REQUESTS",
+    "DEFAULT_MAX_STREAMS",
+    "DEFAULT_MAX_STREAM_HASHES",
+    "DEFAULT_MAX_UNCERTAIN_COMMANDS",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "Limits",
+    "check_id",
+    "check_limits",
+    "check_timeout",
+]
+
+#: Requests handed out and not yet answered: enough for a pipelining client,
+#: few enough that a peer that never answers cannot grow memory.
+DEFAULT_MAX_OUTSTANDING_REQUESTS: Final = 64
+#: Mutations whose outcome is unknown; pending mutations count against it so
+#: a disconnect can never overflow it.
+DEFAULT_MAX_UNCERTAIN_COMMANDS: Final = 64
+#: Incoming requests (approvals, cancels) waiting for ``reply``.
+DEFAULT_MAX_INCOMING_REQUESTS: Final = 64
+#: Sequenced notifications received and not yet drained (one resume page).
+DEFAULT_MAX_BUFFERED_NOTIFICATIONS: Final = 128
+#: Terminal-identity window: completed and expired request ids remembered to
+#: suppress duplicates and detect conflicts.
+DEFAULT_MAX_COMPLETED: Final = 128
+#: Streams with a position (also bounds restored checkpoints).
+DEFAULT_MAX_STREAMS: Final = 64
+#: Per-stream retained content of received but unprocessed events.
+DEFAULT_MAX_STREAM_HASHES: Final = 128
+#: Largest message accepted or produced, in bytes (1 MiB).
+DEFAULT_MAX_MESSAGE_BYTES: Final = 1_048_576
+#: Seconds a request may wait for its response, applied by ``expire(now)``.
+DEFAULT_REQUEST_TIMEOUT: Final = 30.0
+
+#: The id type of the wire: a string of 1 to 256 UTF-8 bytes.
+MAX_ID_BYTES: Final = 256
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """The validated bounds of one connection side."""
+
+    max_outstanding_requests: int = DEFAULT_MAX_OUTSTANDING_REQUESTS
+    max_uncertain_commands: int = DEFAULT_MAX_UNCERTAIN_COMMANDS
+    max_incoming_requests: int = DEFAULT_MAX_INCOMING_REQUESTS
+    max_buffered_notifications: int = DEFAULT_MAX_BUFFERED_NOTIFICATIONS
+    max_completed: int = DEFAULT_MAX_COMPLETED
+    max_streams: int = DEFAULT_MAX_STREAMS
+    max_stream_hashes: int = DEFAULT_MAX_STREAM_HASHES
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+
+
+_INT_LIMITS: Final = tuple(
+    f.name for f in fields(Limits) if f.name != "request_timeout"
+)
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected {name} to be a positive integer, got: {value!r}")
+    if value <= 0:
+        raise ValueError(f"expected {name} to be a positive integer, got: {value!r}")
+    return value
+
+
+def check_timeout(request_timeout: object, request_timeout_ms: object) -> float:
+    """The request timeout in seconds from the two spellings of the option
+    (``request_timeout`` seconds, ``request_timeout_ms`` milliseconds as in
+    the wire contract); at most one may be given."""
+    if request_timeout is not None and request_timeout_ms is not None:
+        raise ValueError(
+            "give request_timeout (seconds) or request_timeout_ms, not both"
+        )
+    if request_timeout_ms is not None:
+        return _positive_int("request_timeout_ms", request_timeout_ms) / 1000.0
+    if request_timeout is None:
+        return DEFAULT_REQUEST_TIMEOUT
+    if isinstance(request_timeout, bool) or not isinstance(
+        request_timeout, (int, float)
+    ):
+        raise TypeError(
+            f"expected request_timeout to be a positive number of seconds, got: {request_timeout!r}"
+        )
+    if not (math.isfinite(request_timeout) and request_timeout > 0):
+        raise ValueError(
+            f"expected request_timeout to be a positive number of seconds, got: {request_timeout!r}"
+        )
+    return float(request_timeout)
+
+
+def check_limits(
+    values: Mapping[str, Any],
+    *,
+    allowed: frozenset[str] | None = None,
+) -> Limits:
+    """Validated :class:`Limits` from keyword options (``None`` means the
+    default). ``allowed`` restricts which integer bounds may be set (the
+    Server enforces only some); giving another one is ``TypeError``.
+    ``request_timeout``/``request_timeout_ms`` are always accepted."""
+    checked: dict[str, Any] = {}
+    for name, value in values.items():
+        if name in ("request_timeout", "request_timeout_ms"):
+            continue
+        if name not in _INT_LIMITS:
+            raise TypeError(f"unknown option {name!r}")
+        if allowed is not None and name not in allowed and value is not None:
+            raise TypeError(f"option {name!r} does not apply here")
+        if value is not None:
+            checked[name] = _positive_int(name, value)
+    checked["request_timeout"] = check_timeout(
+        values.get("request_timeout"), values.get("request_timeout_ms")
+    )
+    return Limits(**checked)
+
+
+def check_id(name: str, value: object, *, optional: bool = True) -> str | None:
+    """An option holding a wire id: a string of 1 to 256 UTF-8 bytes."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"expected {name} to be a string, got: {value!r}")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        size = 0
+    if not 1 <= size <= MAX_ID_BYTES:
+        raise ValueError(
+            f"expected {name} to be a UTF-8 string of 1 to {MAX_ID_BYTES} bytes, got: {value!r}"
+        )
+    return value
