@@ -1,0 +1,135 @@
+"""Authentication before the upgrade: the authenticator interface and the bearer-token default."""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ._redact import REDACTED, Secret
+
+if TYPE_CHECKING:
+    from ._server_loop import AgentConnection
+
+__all__ = [
+    "Authenticator",
+    "BearerTokenAuthenticator",
+    "ConnectionInfo",
+    "HandshakeRequest",
+]
+
+# Headers never copied into a HandshakeRequest or ConnectionInfo view.
+_HIDDEN_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class HandshakeRequest:
+    """What an authenticator sees of an upgrade request.
+
+    ``authorization`` holds every ``Authorization`` header value (a wrong one
+    must not leak, so the field's ``repr`` hides them); ``headers`` are the other
+    request headers, lower-cased names, credential headers removed.
+    """
+
+    path: str
+    remote_address: Any
+    origin: str | None
+    headers: Mapping[str, str]
+    authorization: tuple[str, ...] = dataclasses.field(repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"HandshakeRequest(path={self.path!r}, remote_address={self.remote_address!r}, "
+            f"origin={self.origin!r}, authorization={REDACTED!r})"
+        )
+
+
+@runtime_checkable
+class Authenticator(Protocol):
+    """Decides whether an upgrade request is authenticated.
+
+    Called once per handshake, before the upgrade, and again on every
+    reconnect (each one is a new handshake).  Return a principal (any object
+    except ``None``: a user id, a claims mapping) to accept, or ``None`` to
+    answer 401.  May be a coroutine function.  An exception is answered 401 as
+    well and logged without its arguments.
+    """
+
+    def __call__(
+        self, request: HandshakeRequest
+    ) -> object | None | Awaitable[object | None]: ...
+
+
+class BearerTokenAuthenticator:
+    """The default authenticator: exactly one ``Authorization: Bearer <token>`` header.
+
+    The comparison is ``hmac.compare_digest`` over the UTF-8 bytes, so its
+    time does not depend on how much of the token matched.  Accepted requests
+    get ``principal`` (default ``"bearer"``).  Raises ``TypeError`` /
+    ``ValueError`` for a bad ``token``.
+    """
+
+    __slots__ = ("_expected", "_principal")
+
+    def __init__(self, token: str | Secret, *, principal: object = "bearer") -> None:
+        self._expected = Secret(token).reveal().encode("ascii")
+        self._principal = principal
+
+    def __repr__(self) -> str:
+        return f"BearerTokenAuthenticator(token={REDACTED!r})"
+
+    def __call__(self, request: HandshakeRequest) -> object | None:
+        if len(request.authorization) != 1:
+            return None
+        scheme, _, value = request.authorization[0].partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        given = value.strip().encode("utf-8", "surrogateescape")
+        if hmac.compare_digest(given, self._expected):
+            return self._principal
+        return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionInfo:
+    """What ``handler_factory`` learns about an accepted, authenticated connection.
+
+    ``principal`` is what the authenticator returned; ``headers`` exclude
+    credential headers.  ``serial`` counts connections accepted by this
+    listener.  ``connection`` is the Agent's handle for pushing notifications
+    and server-initiated requests on this connection.
+    """
+
+    connection: AgentConnection
+    serial: int
+    remote_address: Any
+    origin: str | None
+    principal: object
+    headers: Mapping[str, str]
+
+
+def request_view(path: str, remote_address: Any, raw_headers: Any) -> HandshakeRequest:
+    """Build a :class:`HandshakeRequest` from websockets ``Headers`` (internal)."""
+    authorization: list[str] = []
+    headers: dict[str, str] = {}
+    origin: str | None = None
+    for name, value in raw_headers.raw_items():
+        lower = name.lower()
+        if lower == "authorization":
+            authorization.append(value)
+        elif lower in _HIDDEN_HEADERS:
+            continue
+        else:
+            if lower == "origin":
+                origin = value
+            headers[lower] = (
+                value if lower not in headers else f"{headers[lower]}, {value}"
+            )
+    return HandshakeRequest(
+        path=path,
+        remote_address=remote_address,
+        origin=origin,
+        headers=headers,
+        authorization=tuple(authorization),
+    )

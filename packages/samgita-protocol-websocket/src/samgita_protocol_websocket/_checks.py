@@ -1,0 +1,84 @@
+"""Argument validation shared by the listener and the client (TypeError/ValueError naming the argument)."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import ssl
+from collections.abc import Callable
+from typing import Any, Final
+
+__all__ = [
+    "APP_SERVER_PATH",
+    "check_bool",
+    "check_callable",
+    "check_int",
+    "check_optional_seconds",
+    "check_seconds",
+    "check_ssl",
+    "is_loopback_host",
+]
+
+APP_SERVER_PATH: Final = "/app-server"
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` names only the loopback interface (IP literal or ``localhost``)."""
+    host = host.strip("[]")
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_int(
+    name: str, value: Any, *, minimum: int, maximum: int | None = None
+) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = (
+            f"between {minimum} and {maximum}"
+            if maximum is not None
+            else f">= {minimum}"
+        )
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
+
+
+def check_seconds(name: str, value: Any) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(
+            f"{name} must be a number of seconds, not {type(value).__name__}"
+        )
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(
+            f"{name} must be a positive finite number of seconds, got {value!r}"
+        )
+    return float(value)
+
+
+def check_optional_seconds(name: str, value: Any) -> float | None:
+    return None if value is None else check_seconds(name, value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def check_callable(name: str, value: Any) -> Callable[..., Any]:
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, not {type(value).__name__}")
+    return value  # type: ignore[no-any-return]
+
+
+def check_ssl(name: str, value: Any) -> ssl.SSLContext | None:
+    if value is not None and not isinstance(value, ssl.SSLContext):
+        raise TypeError(
+            f"{name} must be an ssl.SSLContext or None, not {type(value).__name__}"
+        )
+    return value

@@ -1,0 +1,426 @@
+"""The listener: ``serve(...)`` on ``websockets.asyncio.server.serve`` plus this package's policy.
+
+Everything decided before the upgrade lives in :class:`_Policy.process_request`
+(``websockets``' hook), in this order, each answer with ``Connection: close``
+and no upgrade:
+
+1. header count above ``max_headers`` or a header line above
+   ``max_header_line`` -> 431 (``websockets`` itself answers 431 from 128
+   headers or 8 KiB lines and 414 for a request line above 8 KiB);
+2. path other than ``/app-server`` -> 404;
+3. any query string -> 400 (credentials travel only in ``Authorization``);
+4. ``Sec-WebSocket-Version`` missing, repeated or not ``13`` -> 426 with
+   ``Sec-WebSocket-Version: 13`` (RFC 6455 section 4.4);
+5. an ``Origin`` header not in ``allowed_origins`` -> 403;
+6. authenticator refuses -> 401 with ``WWW-Authenticate: Bearer``;
+7. ``max_connections`` reached -> 503 with ``Retry-After``.
+
+``websockets`` then validates the rest of the handshake (``Upgrade`` 426,
+``Connection`` / ``Sec-WebSocket-Key`` 400, method 405).  The
+``handshake_timeout`` bounds the whole opening handshake from accept; a slow
+sender is dropped without an answer when it fires.
+"""
+
+from __future__ import annotations
+
+import http
+import itertools
+import logging
+import ssl
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Any, Final
+
+from websockets.asyncio.server import Server as _WsServer
+from websockets.asyncio.server import ServerConnection
+from websockets.asyncio.server import serve as _ws_serve
+from websockets.datastructures import Headers
+from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS, Request, Response
+from websockets.protocol import State
+
+from ._auth import Authenticator, BearerTokenAuthenticator, ConnectionInfo, request_view
+from ._checks import (
+    APP_SERVER_PATH,
+    check_bool,
+    check_callable,
+    check_int,
+    check_optional_seconds,
+    check_seconds,
+    check_ssl,
+    is_loopback_host,
+)
+from ._redact import RedactingLogger, Secret
+
+__all__ = ["Listener", "serve"]
+
+DEFAULT_MAX_MESSAGE_BYTES: Final = 1_048_576
+"""1 MiB, the core's message bound: a larger frame is closed 1009 before it is decoded."""
+DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0
+DEFAULT_MAX_HEADERS: Final = 100
+"""No looser than 100 headers; ``websockets`` caps at 128 on its own."""
+DEFAULT_MAX_HEADER_LINE: Final = 8192
+DEFAULT_MAX_CONNECTIONS: Final = 1024
+DEFAULT_PING_INTERVAL: Final = 20.0
+DEFAULT_PING_TIMEOUT: Final = 20.0
+DEFAULT_CLOSE_TIMEOUT: Final = 10.0
+DEFAULT_MAX_INBOUND_FRAMES: Final = 16
+"""Frames ``websockets`` buffers before it stops reading the socket (TCP backpressure)."""
+DEFAULT_MAX_OUTBOUND_MESSAGES: Final = 256
+DEFAULT_WRITE_LIMIT: Final = 65_536
+DEFAULT_SEND_TIMEOUT: Final = 30.0
+DEFAULT_TICK: Final = 1.0
+
+HandlerFactory = Callable[[ConnectionInfo], Any]
+
+
+def _respond(
+    connection: ServerConnection, status: http.HTTPStatus, text: str
+) -> Response:
+    return connection.respond(status, text + "\n")
+
+
+class _Policy:
+    """The pre-upgrade decisions of one listener (see module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        authenticator: Authenticator,
+        allowed_origins: frozenset[str],
+        max_headers: int,
+        max_header_line: int,
+        max_connections: int,
+        logger: RedactingLogger,
+    ) -> None:
+        self.authenticator = authenticator
+        self.allowed_origins = allowed_origins
+        self.max_headers = max_headers
+        self.max_header_line = max_header_line
+        self.max_connections = max_connections
+        self.logger = logger
+        # Connections that passed the policy and hold a slot until they close.
+        # Counted by state, so a handshake that failed after the policy (bad
+        # Upgrade, peer gone) frees its slot without bookkeeping.
+        self.slots: set[ServerConnection] = set()
+        self.principals: dict[ServerConnection, object] = {}
+
+    def active(self) -> int:
+        closed = [c for c in self.slots if c.state is State.CLOSED]
+        for c in closed:
+            self.slots.discard(c)
+            self.principals.pop(c, None)
+        return len(self.slots)
+
+    async def process_request(
+        self, connection: ServerConnection, request: Request
+    ) -> Response | None:
+        headers = request.headers
+        raw = list(headers.raw_items())
+        if len(raw) > self.max_headers:
+            return _respond(
+                connection,
+                http.HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "too many headers",
+            )
+        for name, value in raw:
+            if len(name) + len(value) + 4 > self.max_header_line:  # 'name: value\r\n'
+                return _respond(
+                    connection,
+                    http.HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    "header line too long",
+                )
+        path, sep, _query = request.path.partition("?")
+        if path != APP_SERVER_PATH:
+            return _respond(connection, http.HTTPStatus.NOT_FOUND, "not found")
+        if sep:
+            return _respond(
+                connection,
+                http.HTTPStatus.BAD_REQUEST,
+                "query strings are refused: send credentials in the Authorization header",
+            )
+        versions = headers.get_all("Sec-WebSocket-Version")
+        if versions != ["13"]:
+            response = _respond(
+                connection,
+                http.HTTPStatus.UPGRADE_REQUIRED,
+                "Sec-WebSocket-Version 13 required",
+            )
+            response.headers["Sec-WebSocket-Version"] = "13"
+            return response
+        origins = headers.get_all("Origin")
+        if origins and (len(origins) != 1 or origins[0] not in self.allowed_origins):
+            return _respond(connection, http.HTTPStatus.FORBIDDEN, "origin not allowed")
+        view = request_view(path, connection.remote_address, headers)
+        try:
+            principal = self.authenticator(view)
+            if isinstance(principal, Awaitable):
+                principal = await principal
+        except (
+            Exception
+        ) as exc:  # an authenticator failure is a refusal, never a 500 with details
+            self.logger.warning(
+                "authenticator raised %s; answering 401", type(exc).__name__
+            )
+            principal = None
+        if principal is None:
+            response = _respond(
+                connection, http.HTTPStatus.UNAUTHORIZED, "authentication required"
+            )
+            response.headers["WWW-Authenticate"] = 'Bearer realm="app-server"'
+            return response
+        if self.active() >= self.max_connections:
+            response = _respond(
+                connection, http.HTTPStatus.SERVICE_UNAVAILABLE, "too many connections"
+            )
+            response.headers["Retry-After"] = "1"
+            return response
+        self.slots.add(connection)
+        self.principals[connection] = principal
+        return None
+
+
+class Listener:
+    """A running listener, given by ``async with serve(...) as listener``.
+
+    ``host`` / ``port`` are the bound address (``port`` is the real one when
+    ``0`` was asked), ``url`` is ``ws(s)://host:port/app-server``.
+    """
+
+    def __init__(
+        self, *, host: str, port: int, secure: bool, server: _WsServer, policy: _Policy
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.secure = secure
+        self._server = server
+        self._policy = policy
+
+    @property
+    def url(self) -> str:
+        """The URL clients connect to."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'wss' if self.secure else 'ws'}://{host}:{self.port}{APP_SERVER_PATH}"
+
+    @property
+    def active_connections(self) -> int:
+        """Connections holding a slot (authenticated, upgraded or upgrading)."""
+        return self._policy.active()
+
+    def __repr__(self) -> str:
+        return (
+            f"Listener(url={self.url!r}, active_connections={self.active_connections})"
+        )
+
+    async def aclose(self, *, close_connections: bool = True) -> None:
+        """Stop accepting and close open connections with 1001; waits until they are gone."""
+        self._server.close(close_connections=close_connections)
+        await self._server.wait_closed()
+
+
+class serve:  # noqa: N801 - used like a function: ``async with serve(...) as listener``
+    """Start a listener at ``/app-server``: ``async with serve(handler_factory, host=...) as listener``.
+
+    ``handler_factory(connection_info)`` is called once per accepted,
+    authenticated connection and returns the core ``Handler`` for it; a fresh
+    core ``Server`` is built around it.  Every argument is documented in the
+    package README with its default.  Nothing is bound until ``__aenter__``.
+
+    Raises ``TypeError`` / ``ValueError`` naming the argument on bad
+    configuration (at construction), ``OSError`` when the address cannot be
+    bound (at ``__aenter__``).
+    """
+
+    def __init__(
+        self,
+        handler_factory: HandlerFactory,
+        *,
+        host: str,
+        port: int = 0,
+        capabilities: Sequence[str] | None = None,
+        token: str | Secret | None = None,
+        authenticator: Authenticator | None = None,
+        allowed_origins: Collection[str] = (),
+        ssl: ssl.SSLContext | None = None,
+        allow_insecure_non_loopback: bool = False,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        max_headers: int = DEFAULT_MAX_HEADERS,
+        max_header_line: int = DEFAULT_MAX_HEADER_LINE,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        ping_interval: float | None = DEFAULT_PING_INTERVAL,
+        ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
+        max_inbound_frames: int = DEFAULT_MAX_INBOUND_FRAMES,
+        max_outbound_messages: int = DEFAULT_MAX_OUTBOUND_MESSAGES,
+        write_limit: int = DEFAULT_WRITE_LIMIT,
+        send_timeout: float = DEFAULT_SEND_TIMEOUT,
+        tick: float = DEFAULT_TICK,
+        server_options: dict[str, Any] | None = None,
+        logger: logging.Logger | None = None,
+        backlog: int = 1024,
+    ) -> None:
+        self._handler_factory = check_callable("handler_factory", handler_factory)
+        if not isinstance(host, str) or not host:
+            raise (
+                TypeError("host must be a non-empty str")
+                if not isinstance(host, str)
+                else ValueError("host must be a non-empty str")
+            )
+        self._host = host
+        self._port = check_int("port", port, minimum=0, maximum=65535)
+        if capabilities is not None:
+            if isinstance(capabilities, str) or not all(
+                isinstance(c, str) for c in capabilities
+            ):
+                raise TypeError("capabilities must be a sequence of str")
+            capabilities = tuple(capabilities)
+        self._capabilities = capabilities
+        if (token is None) == (authenticator is None):
+            raise ValueError("pass exactly one of token and authenticator")
+        if authenticator is not None:
+            self._authenticator: Authenticator = check_callable(
+                "authenticator", authenticator
+            )
+            self._secrets: tuple[str, ...] = ()
+        else:
+            try:
+                secret = Secret(token)  # type: ignore[arg-type]
+            except TypeError:
+                raise TypeError("token must be a str") from None
+            except ValueError as exc:
+                raise ValueError(str(exc)) from None
+            self._authenticator = BearerTokenAuthenticator(secret)
+            self._secrets = (secret.reveal(),)
+        if isinstance(allowed_origins, str) or not all(
+            isinstance(o, str) for o in allowed_origins
+        ):
+            raise TypeError("allowed_origins must be a collection of str")
+        self._allowed_origins = frozenset(allowed_origins)
+        self._ssl = check_ssl("ssl", ssl)
+        self._allow_insecure = check_bool(
+            "allow_insecure_non_loopback", allow_insecure_non_loopback
+        )
+        if (
+            self._ssl is None
+            and not is_loopback_host(host)
+            and not self._allow_insecure
+        ):
+            raise ValueError(
+                "host is not a loopback address: pass ssl=<SSLContext> (wss) or "
+                "allow_insecure_non_loopback=True to serve plain ws on it"
+            )
+        self._max_message_bytes = check_int(
+            "max_message_bytes", max_message_bytes, minimum=1
+        )
+        self._handshake_timeout = check_seconds("handshake_timeout", handshake_timeout)
+        self._max_headers = check_int(
+            "max_headers", max_headers, minimum=1, maximum=MAX_NUM_HEADERS
+        )
+        self._max_header_line = check_int(
+            "max_header_line", max_header_line, minimum=64, maximum=MAX_LINE_LENGTH
+        )
+        self._max_connections = check_int("max_connections", max_connections, minimum=1)
+        self._ping_interval = check_optional_seconds("ping_interval", ping_interval)
+        self._ping_timeout = check_optional_seconds("ping_timeout", ping_timeout)
+        self._close_timeout = check_seconds("close_timeout", close_timeout)
+        self._max_inbound_frames = check_int(
+            "max_inbound_frames", max_inbound_frames, minimum=1
+        )
+        self._max_outbound_messages = check_int(
+            "max_outbound_messages", max_outbound_messages, minimum=1
+        )
+        self._write_limit = check_int("write_limit", write_limit, minimum=1)
+        self._send_timeout = check_seconds("send_timeout", send_timeout)
+        self._tick = check_seconds("tick", tick)
+        if server_options is not None and not isinstance(server_options, dict):
+            raise TypeError(
+                "server_options must be a dict of core Server keyword arguments"
+            )
+        self._server_options = dict(server_options or {})
+        if logger is not None and not isinstance(logger, logging.Logger):
+            raise TypeError("logger must be a logging.Logger")
+        self._logger = RedactingLogger(
+            logger or logging.getLogger("websockets.server"), self._secrets
+        )
+        self._backlog = check_int("backlog", backlog, minimum=1)
+        self._listener: Listener | None = None
+        self._serial = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return f"serve(host={self._host!r}, port={self._port}, secure={self._ssl is not None})"
+
+    async def __aenter__(self) -> Listener:
+        if self._listener is not None:
+            raise RuntimeError("this serve(...) is already running")
+        policy = _Policy(
+            authenticator=self._authenticator,
+            allowed_origins=self._allowed_origins,
+            max_headers=self._max_headers,
+            max_header_line=self._max_header_line,
+            max_connections=self._max_connections,
+            logger=self._logger,
+        )
+        server = await _ws_serve(
+            lambda ws: self._run(ws, policy),
+            self._host,
+            self._port,
+            process_request=policy.process_request,
+            server_header=None,
+            compression=None,
+            open_timeout=self._handshake_timeout,
+            ping_interval=self._ping_interval,
+            ping_timeout=self._ping_timeout,
+            close_timeout=self._close_timeout,
+            max_size=self._max_message_bytes,
+            max_queue=self._max_inbound_frames,
+            write_limit=self._write_limit,
+            logger=self._logger,
+            ssl=self._ssl,
+            backlog=self._backlog,
+        )
+        sock = server.sockets[0]
+        bound = sock.getsockname()
+        self._listener = Listener(
+            host=bound[0],
+            port=bound[1],
+            secure=self._ssl is not None,
+            server=server,
+            policy=policy,
+        )
+        self._logger.info("listening on %s", self._listener.url)
+        return self._listener
+
+    async def __aexit__(self, *exc: object) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.aclose()
+
+    async def _run(self, ws: ServerConnection, policy: _Policy) -> None:
+        from ._server_loop import run_connection
+
+        principal = policy.principals.pop(ws, None)
+        view = request_view(
+            APP_SERVER_PATH,
+            ws.remote_address,
+            ws.request.headers if ws.request else Headers(),
+        )
+        try:
+            await run_connection(
+                ws,
+                handler_factory=self._handler_factory,
+                info_fields={
+                    "serial": next(self._serial),
+                    "remote_address": ws.remote_address,
+                    "origin": view.origin,
+                    "principal": principal,
+                    "headers": view.headers,
+                },
+                capabilities=self._capabilities,
+                server_options=self._server_options,
+                max_message_bytes=self._max_message_bytes,
+                max_outbound_messages=self._max_outbound_messages,
+                send_timeout=self._send_timeout,
+                tick=self._tick,
+                logger=self._logger,
+            )
+        finally:
+            policy.slots.discard(ws)

@@ -1,0 +1,257 @@
+"""One accepted connection: a fresh core ``Server`` driven by the socket.
+
+The loop is short on purpose (the style of ``websockets.asyncio.connection``):
+a reader feeds each text message to ``Server.receive`` and queues what comes
+back; a writer drains the bounded outbound queue into the socket; a ticker
+drives the core's timers with ``expire(now)``.  Nothing here interprets the
+protocol: the core decides, this module moves bytes and applies the
+transport's bounds.
+
+Backpressure: the outbound queue holds at most ``max_outbound_messages``
+encoded messages, and ``websockets`` buffers at most ``write_limit`` bytes
+more.  A producer (the reader answering requests, an Agent pushing
+notifications) waits for room; when it has waited ``send_timeout`` the peer
+is not reading, and the connection is closed with 1008 and the reason
+``"peer is not reading (outbound queue full)"``.  Nothing is dropped while the
+connection is up; after the close the core's disconnect semantics apply on
+both sides.  Inbound, ``websockets`` stops reading the socket once
+``max_inbound_frames`` frames wait, and the reader handles one message at a
+time, so a peer that floods us is slowed by TCP, not buffered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import samgita_protocol as core
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from ._auth import ConnectionInfo
+from ._codes import CloseCode
+from ._redact import RedactingLogger
+
+__all__ = ["AgentConnection", "run_connection"]
+
+NOT_READING = "peer is not reading (outbound queue full)"
+
+
+class _Closed(Exception):
+    pass
+
+
+class AgentConnection:
+    """The Agent's side of one accepted connection, given in ``ConnectionInfo.connection``.
+
+    A handler keeps it to push notifications and server-initiated requests
+    (approvals) outside a request callback.  Every method raises
+    ``ConnectionError`` once the connection is closed and ``ProtocolError``
+    when the core refuses the message.
+    """
+
+    def __init__(
+        self,
+        ws: ServerConnection,
+        *,
+        max_outbound_messages: int,
+        send_timeout: float,
+        logger: RedactingLogger,
+    ) -> None:
+        self._ws = ws
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(max_outbound_messages)
+        self._send_timeout = send_timeout
+        self._logger = logger
+        self._server: Any = None
+        self._closed = asyncio.Event()
+        self._close_reason: str | None = None
+
+    def __repr__(self) -> str:
+        return f"AgentConnection(remote_address={self._ws.remote_address!r}, closed={self.closed})"
+
+    @property
+    def server(self) -> Any:
+        """The core ``Server`` of this connection (its state: positions, pending requests)."""
+        if self._server is None:
+            raise RuntimeError(
+                "the core Server is not built yet (handler_factory is still running)"
+            )
+        return self._server
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection has ended (or is closing)."""
+        return self._closed.is_set()
+
+    @property
+    def close_reason(self) -> str | None:
+        """Why this side closed, when it did (for example the not-reading reason)."""
+        return self._close_reason
+
+    async def wait_closed(self) -> None:
+        """Wait until the connection has ended."""
+        await self._closed.wait()
+
+    async def notify(self, method: str, params: Any, **envelope: Any) -> Any:
+        """Send a notification (``Server.notify`` then the socket); returns the ``Notification``.
+
+        Waits for room in the outbound queue (backpressure).  Raises
+        ``ProtocolError`` from the core, ``ConnectionError`` when closed.
+        """
+        self._check_open()
+        notification = self.server.notify(method, params, **envelope)
+        await self.send_message(notification)
+        return notification
+
+    async def request(self, method: str, params: Any, **envelope: Any) -> Any:
+        """Send a server-initiated request (``Server.request``); returns the ``Request``.
+
+        Its outcome arrives at the handler's ``handle_response``.  Raises
+        ``ProtocolError`` from the core, ``ConnectionError`` when closed.
+        """
+        self._check_open()
+        request = self.server.request(method, params, **envelope)
+        await self.send_message(request)
+        return request
+
+    async def send_message(self, message: Any) -> None:
+        """Encode and queue one core message (internal use by the loop and the helpers above)."""
+        await self._enqueue(core.encode(message))
+
+    async def close(self, code: int = CloseCode.NORMAL, reason: str = "") -> None:
+        """Close the connection with ``code`` and ``reason`` (RFC 6455 section 7.4)."""
+        if self._close_reason is None:
+            self._close_reason = reason or None
+        self._closed.set()
+        with contextlib.suppress(Exception):
+            await self._ws.close(code, reason)
+
+    def _check_open(self) -> None:
+        if self._closed.is_set():
+            raise ConnectionError("connection closed")
+
+    async def _enqueue(self, data: bytes) -> None:
+        self._check_open()
+        try:
+            self._queue.put_nowait(data)
+            return
+        except asyncio.QueueFull:
+            pass
+        try:
+            async with asyncio.timeout(self._send_timeout):
+                await self._queue.put(data)
+        except TimeoutError:
+            self._logger.warning("closing connection: %s", NOT_READING)
+            await self.close(CloseCode.POLICY_VIOLATION, NOT_READING)
+            raise ConnectionError(NOT_READING) from None
+
+    async def _writer(self) -> None:
+        while True:
+            data = await self._queue.get()
+            if data is None:
+                return
+            await self._ws.send(data, text=True)
+
+
+def default_capabilities(handler: Any) -> tuple[str, ...]:
+    """The groups whose request methods the handler implements (used when ``capabilities`` is None)."""
+    explicit = getattr(handler, "capabilities", None)
+    if explicit is not None:
+        return tuple(explicit)
+    methods = set(handler.methods)
+    return tuple(
+        sorted(
+            group
+            for group in core.CAPABILITY_GROUPS
+            if core.request_methods(group) and core.request_methods(group) <= methods
+        )
+    )
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+async def run_connection(
+    ws: ServerConnection,
+    *,
+    handler_factory: Callable[[ConnectionInfo], Any],
+    info_fields: Mapping[str, Any],
+    capabilities: Sequence[str] | None,
+    server_options: Mapping[str, Any],
+    max_message_bytes: int,
+    max_outbound_messages: int,
+    send_timeout: float,
+    tick: float,
+    logger: RedactingLogger,
+) -> None:
+    """Serve one upgraded connection until it closes (internal)."""
+    conn = AgentConnection(
+        ws,
+        max_outbound_messages=max_outbound_messages,
+        send_timeout=send_timeout,
+        logger=logger,
+    )
+    info = ConnectionInfo(connection=conn, **info_fields)
+    try:
+        handler = handler_factory(info)
+        caps = (
+            capabilities if capabilities is not None else default_capabilities(handler)
+        )
+        options = {"max_message_bytes": max_message_bytes, **server_options}
+        conn._server = core.Server(handler, capabilities=list(caps), **options)
+    except Exception as exc:
+        logger.error(
+            "handler_factory or Server construction failed: %s",
+            type(exc).__name__,
+            exc_info=exc,
+        )
+        await ws.close(CloseCode.INTERNAL_ERROR, "server setup failed")
+        return
+    server = conn._server
+    writer = asyncio.create_task(conn._writer())
+    ticker = asyncio.create_task(_tick(server, tick))
+    try:
+        async for message in ws:
+            if not isinstance(message, str):
+                await conn.close(CloseCode.UNSUPPORTED_DATA, "text frames only")
+                break
+            try:
+                replies = server.receive(message)
+            except core.ProtocolError as exc:
+                # Input the core could not attribute to a request: nothing to answer.
+                logger.debug("dropped unanswerable input: %s", exc.code)
+                continue
+            for reply in replies:
+                await conn.send_message(reply)
+    except (ConnectionClosed, ConnectionError):
+        pass
+    finally:
+        conn._closed.set()
+        ticker.cancel()
+        if not writer.done():
+            with contextlib.suppress(asyncio.QueueFull):
+                conn._queue.put_nowait(None)
+        with contextlib.suppress(asyncio.TimeoutError, Exception):
+            async with asyncio.timeout(1.0):
+                await writer
+        writer.cancel()
+        disconnect = getattr(server, "disconnect", None)
+        if disconnect is not None:
+            with contextlib.suppress(Exception):
+                disconnect()
+
+
+async def _tick(server: Any, interval: float) -> None:
+    expire = getattr(server, "expire", None)
+    if expire is None:
+        return
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            expire(_now())
+        except Exception:  # a timer must not take the connection down
+            pass
