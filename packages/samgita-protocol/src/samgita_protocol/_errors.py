@@ -1,0 +1,187 @@
+"""The one error type of the core and its stable codes (docs/protocol.md section 7).
+
+Every failure the library reports is a :class:`ProtocolError` carrying an
+:class:`ErrorCode`. ``origin`` keeps apart "the caller used the API wrong or
+hit a local bound" (``"local"``), "the peer sent something invalid"
+(``"peer"``) and "the peer answered with a typed error response"
+(``"remote"``). Errors never carry secrets, stack traces or host data:
+``data`` only holds protocol facts (field paths, limits, identities).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from ._schema import ErrorObject
+
+__all__ = ["ErrorCode", "Origin", "ProtocolError"]
+
+Origin: TypeAlias = Literal["local", "peer", "remote"]
+_ORIGINS: frozenset[str] = frozenset(("local", "peer", "remote"))
+
+
+class ErrorCode(enum.StrEnum):
+    """Every stable error code of wire schema 1.0, in documentation order.
+
+    The value is the wire form (``ErrorCode.LIMIT_EXCEEDED == "limit_exceeded"``);
+    see docs/protocol.md section 7 for what each code means and who raises it.
+    """
+
+    # Codec (decode/encode of one message).
+    MESSAGE_TOO_LARGE = "message_too_large"
+    INVALID_UTF8 = "invalid_utf8"
+    INVALID_JSON = "invalid_json"
+    DEPTH_EXCEEDED = "depth_exceeded"
+    DUPLICATE_KEY = "duplicate_key"
+    INVALID_KEY = "invalid_key"
+    INVALID_MESSAGE = "invalid_message"
+    UNSUPPORTED_VERSION = "unsupported_version"
+    INVALID_TYPE = "invalid_type"
+    UNKNOWN_METHOD = "unknown_method"
+    UNKNOWN_FIELD = "unknown_field"
+    MISSING_FIELD = "missing_field"
+    INVALID_FIELD = "invalid_field"
+    INVALID_PARAMS = "invalid_params"
+    MISSING_COMMAND_ID = "missing_command_id"
+    UNEXPECTED_COMMAND_ID = "unexpected_command_id"
+    TASK_REF_WITHOUT_PROJECT_REF = "task_ref_without_project_ref"
+    UNPAIRED_STREAM_POSITION = "unpaired_stream_position"
+    INVALID_RESPONSE = "invalid_response"
+    # Connection.
+    NOT_INITIALIZED = "not_initialized"
+    ALREADY_INITIALIZED = "already_initialized"
+    NO_COMMON_VERSION = "no_common_version"
+    MISSING_REQUIRED_CAPABILITY = "missing_required_capability"
+    UNSUPPORTED = "unsupported"
+    HOST_MISMATCH = "host_mismatch"
+    CONFLICT = "conflict"
+    CONFLICTING_RESPONSE = "conflicting_response"
+    UNKNOWN_RESPONSE = "unknown_response"
+    MISMATCHED_RESPONSE = "mismatched_response"
+    INVALID_RESULT = "invalid_result"
+    UNKNOWN_REQUEST = "unknown_request"
+    LIMIT_EXCEEDED = "limit_exceeded"
+    AMBIGUOUS_DISCONNECT = "ambiguous_disconnect"
+    DISCONNECTED = "disconnected"
+    TIMEOUT = "timeout"
+    UNKNOWN_UNCERTAIN = "unknown_uncertain"
+    APPROVAL_MISMATCH = "approval_mismatch"
+    APPROVAL_EXPIRED = "approval_expired"
+    NO_RESPONSE_CALLBACK = "no_response_callback"
+    INTERNAL_ERROR = "internal_error"
+    NOT_FOUND = "not_found"
+    # Replay and streams.
+    REPLAY_GAP = "replay_gap"
+    REPLAY_CONFLICT = "replay_conflict"
+    CURSOR_GAP = "cursor_gap"
+    FOREIGN_STREAM = "foreign_stream"
+    INVALID_CURSOR = "invalid_cursor"
+    UNCORRELATED_REPLAY = "uncorrelated_replay"
+    UNACKNOWLEDGED_EVENTS = "unacknowledged_events"
+
+
+class ProtocolError(Exception):
+    """A protocol failure: a stable ``code``, a human ``message``, optional
+    JSON ``data`` and the ``origin`` (``"local"``, ``"peer"`` or ``"remote"``).
+
+    ``str(error)`` is ``"<code>: <message>"``. Two errors are equal when code,
+    message, data and origin are equal.
+
+    Raises:
+        ValueError: ``code`` is not a defined :class:`ErrorCode` value or
+            ``origin`` is not one of the three origins (a programming error).
+        TypeError: ``message`` is not a ``str`` or ``data`` is not a ``dict``
+            or ``None``.
+    """
+
+    __slots__ = ("code", "data", "message", "origin")
+
+    code: ErrorCode
+    message: str
+    data: dict[str, Any] | None
+    origin: Origin
+
+    def __init__(
+        self,
+        code: ErrorCode | str,
+        message: str,
+        *,
+        data: dict[str, Any] | None = None,
+        origin: Origin = "local",
+    ) -> None:
+        code = ErrorCode(code)
+        if not isinstance(message, str):
+            raise TypeError("message must be a str")
+        if data is not None and not isinstance(data, dict):
+            raise TypeError("data must be a dict or None")
+        if origin not in _ORIGINS:
+            raise ValueError(
+                f"origin must be 'local', 'peer' or 'remote', got {origin!r}"
+            )
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.origin = origin
+
+    def __str__(self) -> str:
+        return f"{self.code.value}: {self.message}"
+
+    def __repr__(self) -> str:
+        return (
+            f"ProtocolError({self.code.value!r}, {self.message!r}, "
+            f"data={self.data!r}, origin={self.origin!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProtocolError):
+            return NotImplemented
+        return (self.code, self.message, self.data, self.origin) == (
+            other.code,
+            other.message,
+            other.data,
+            other.origin,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.code, self.message, self.origin))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self.code.value, self.message, self.data, self.origin))
+
+    def with_origin(self, origin: Origin) -> ProtocolError:
+        """A copy of this error with another ``origin``.
+
+        Raises:
+            ValueError: ``origin`` is not ``"local"``, ``"peer"`` or ``"remote"``.
+        """
+        return ProtocolError(self.code, self.message, data=self.data, origin=origin)
+
+    def to_wire(self) -> ErrorObject:
+        """The wire form of this error (``origin`` is local knowledge, not sent)."""
+        from ._schema import ErrorObject
+
+        if self.data is None:
+            return ErrorObject(code=self.code, message=self.message)
+        return ErrorObject(code=self.code, message=self.message, data=self.data)
+
+    @classmethod
+    def from_wire(cls, obj: ErrorObject, *, origin: Origin = "remote") -> ProtocolError:
+        """The error a peer sent in a response's ``error`` object.
+
+        Raises:
+            ValueError: ``obj.code`` is not a defined code (an ``ErrorObject``
+                that came out of ``decode`` always has a defined one).
+        """
+        from msgspec import UNSET
+
+        data = None if obj.data is UNSET else obj.data
+        return cls(obj.code, obj.message, data=data, origin=origin)
+
+
+def _rebuild(
+    code: str, message: str, data: dict[str, Any] | None, origin: Origin
+) -> ProtocolError:
+    return ProtocolError(code, message, data=data, origin=origin)
