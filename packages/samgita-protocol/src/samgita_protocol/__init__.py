@@ -3,6 +3,7 @@
 Errors: every failure is a :class:`ProtocolError` with an :class:`ErrorCode`.
 """
 
+from ._document import json_schema
 from ._errors import ErrorCode, Origin, ProtocolError
 from ._schema import (
     CAPABILITY_GROUPS,
@@ -123,4 +124,6 @@ __all__ = [
     "decode_result",
     "request_methods",
     "validate",
+    # JSON Schema artifact (_document)
+    "json_schema",
 ]
