@@ -1,0 +1,128 @@
+"""The public surface of samgita_protocol: every export is intended.
+
+Like websockets' tests/test_exports.py: ``EXPECTED`` lists, by section and
+owner, every name the package may export. Exporting a name that is not
+listed fails here, and so does a public attribute missing from ``__all__``.
+When you export something, add it to its section below.
+"""
+
+from __future__ import annotations
+
+import types
+
+import samgita_protocol
+
+EXPECTED: dict[str, frozenset[str]] = {
+    "errors (_errors)": frozenset({"ErrorCode", "Origin", "ProtocolError"}),
+    "schema (_schema)": frozenset(
+        {
+            "CAPABILITY_GROUPS",
+            "MAX_ID_BYTES",
+            "METHODS",
+            "SCHEMA_VERSION",
+            "UNSET",
+            "Action",
+            "ApprovalRequestParams",
+            "ApprovalRequestResult",
+            "CancelParams",
+            "CancelResult",
+            "ErrorObject",
+            "Event",
+            "EventReceiveParams",
+            "EventReceiveResult",
+            "EventReportParams",
+            "EventReportResult",
+            "EventStatusParams",
+            "EventStatusResult",
+            "InitializeParams",
+            "InitializeResult",
+            "InputItem",
+            "Item",
+            "ItemCompletedParams",
+            "ItemDeltaParams",
+            "ItemStartedParams",
+            "ManagementRequest",
+            "Message",
+            "MethodSpec",
+            "Notification",
+            "Request",
+            "Response",
+            "StreamResumeParams",
+            "StreamResumeResult",
+            "Thread",
+            "ThreadClosedParams",
+            "ThreadReadParams",
+            "ThreadReadResult",
+            "ThreadResumeParams",
+            "ThreadResumeResult",
+            "ThreadStartedParams",
+            "ThreadStartParams",
+            "ThreadStartResult",
+            "Turn",
+            "TurnCompletedParams",
+            "TurnInterruptParams",
+            "TurnInterruptResult",
+            "TurnStartedParams",
+            "TurnStartParams",
+            "TurnStartResult",
+            "TurnSteerParams",
+            "TurnSteerResult",
+            "convert_params",
+            "decode_result",
+            "request_methods",
+            "validate",
+        }
+    ),
+    "codec (_codec)": frozenset(
+        {"DEFAULT_MAX_MESSAGE_BYTES", "MAX_DEPTH", "decode", "encode"}
+    ),
+    "connection (_client, _server, _handler, _effects)": frozenset(
+        {
+            "Client",
+            "Effect",
+            "ErrorReceived",
+            "Handler",
+            "NotificationReceived",
+            "RequestContext",
+            "RequestReceived",
+            "ResponseReceived",
+            "SendMessage",
+            "Server",
+        }
+    ),
+    "replay (_replay)": frozenset({"Replay"}),
+    "JSON Schema artifact (_document)": frozenset({"json_schema"}),
+}
+ALLOWED = frozenset().union(*EXPECTED.values())
+# Names every release must keep exporting (the API contract of PLAN/issue 9).
+REQUIRED = frozenset(
+    {"ErrorCode", "ProtocolError", "Request", "Response", "Notification", "json_schema"}
+)
+
+
+def test_all_has_no_duplicates_and_resolves() -> None:
+    exported = list(samgita_protocol.__all__)
+    assert len(exported) == len(set(exported)), "duplicate names in __all__"
+    missing = [name for name in exported if not hasattr(samgita_protocol, name)]
+    assert not missing, f"in __all__ but not defined: {missing}"
+
+
+def test_every_export_is_listed_here() -> None:
+    unexpected = set(samgita_protocol.__all__) - ALLOWED
+    assert not unexpected, (
+        f"exported but not listed in tests/test_exports.py EXPECTED: {sorted(unexpected)}"
+    )
+    assert set(samgita_protocol.__all__) >= REQUIRED
+
+
+def test_no_public_name_outside_all() -> None:
+    public = {
+        name
+        for name, value in vars(samgita_protocol).items()
+        if not name.startswith("_")
+        and name != "annotations"
+        # submodules (samgita_protocol.testing) are reached by their path
+        and not isinstance(value, types.ModuleType)
+    }
+    stray = public - set(samgita_protocol.__all__)
+    assert not stray, f"public attributes not in __all__: {sorted(stray)}"
