@@ -5,6 +5,7 @@ Errors: every failure is a :class:`ProtocolError` with an :class:`ErrorCode`.
 
 from ._document import json_schema
 from ._errors import ErrorCode, Origin, ProtocolError
+from ._handler import Handler, NotificationContext, RequestContext
 from ._schema import (
     CAPABILITY_GROUPS,
     MAX_ID_BYTES,
@@ -62,6 +63,7 @@ from ._schema import (
     request_methods,
     validate,
 )
+from ._server import Server, ServerState
 
 __all__ = [
     # errors (_errors)
@@ -124,6 +126,12 @@ __all__ = [
     "decode_result",
     "request_methods",
     "validate",
+    # connection, host side (_handler, _server)
+    "Handler",
+    "NotificationContext",
+    "RequestContext",
+    "Server",
+    "ServerState",
     # JSON Schema artifact (_document)
     "json_schema",
 ]

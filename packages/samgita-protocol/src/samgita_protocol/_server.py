@@ -1,0 +1,943 @@
+"""The sans-IO connection state of the side that hosts a `Handler`.
+
+One `Server` per authenticated connection. `Server.receive` takes the bytes
+of one message and returns the messages to send back, in order; it answers
+``connection/initialize`` itself, refuses anything outside the negotiated
+groups without calling the handler, and calls the handler for everything
+else. It never touches a socket, a clock (unless no ``now`` is given for an
+approval deadline), a thread or a logger, and never retries anything.
+
+Every public method completes or raises and leaves the Server as it was.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, Final, Literal
+
+import msgspec
+
+from ._codec import decode, encode
+from ._contract import check_result, wall_clock
+from ._errors import ErrorCode, ProtocolError
+from ._handler import (
+    Handler,
+    NotificationContext,
+    RequestContext,
+    _closed_emitter,
+    implements_notifications,
+    implements_responses,
+)
+from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits
+from ._outbox import DUPLICATE, Outbox
+from ._schema import (
+    CAPABILITY_GROUPS,
+    METHODS,
+    SCHEMA_VERSION,
+    UNSET,
+    InitializeParams,
+    InitializeResult,
+    Message,
+    MethodSpec,
+    Notification,
+    Request,
+    Response,
+    convert_params,
+    decode_result,
+    request_methods,
+)
+from ._streams import ServerPositions
+from ._windows import ContentKey, RecentIds, content_key, same_content
+
+__all__ = ["Server", "ServerState"]
+
+ServerState = Literal["new", "ready", "disconnected"]
+
+#: Schema versions this library speaks, in order of preference.
+_VERSIONS: Final = (SCHEMA_VERSION,)
+
+_MAX_ID_BYTES: Final = 256
+
+#: Codes of input that is never parsed again to recover a request identity:
+#: too large, not text, not JSON or too deep.
+_UNRECOVERABLE: Final = frozenset(
+    {
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.INVALID_UTF8,
+        ErrorCode.INVALID_JSON,
+        ErrorCode.DEPTH_EXCEEDED,
+        ErrorCode.DUPLICATE_KEY,
+    }
+)
+
+_REQUEST_FAILED: Final = "the host failed to handle the request"
+_NOTIFICATION_FAILED: Final = "the host failed to handle the notification"
+
+#: The only bounds a Server enforces. It answers every request before
+#: ``receive`` returns and hands every notification to its handler at once,
+#: so the client's buffer bounds have nothing to bound here; server-initiated
+#: requests are reads (see ``Server.request``), so nothing becomes uncertain.
+_SERVER_LIMITS: Final = frozenset(
+    {"max_outstanding_requests", "max_completed", "max_streams", "max_message_bytes"}
+)
+
+
+def _opt(value: Any) -> Any:
+    """UNSET -> None, for what handlers are told."""
+    return None if value is UNSET else value
+
+
+def _unset(value: Any) -> Any:
+    """None -> UNSET, for building messages from keyword options."""
+    return UNSET if value is None else value
+
+
+def _monotonic(now: object) -> float:
+    if now is None:
+        return time.monotonic()
+    if isinstance(now, bool) or not isinstance(now, int | float):
+        raise TypeError(
+            f"expected now to be seconds on the clock given to expire() (a number), got: {now!r}"
+        )
+    if not math.isfinite(now):
+        raise ValueError(f"expected now to be a finite number of seconds, got: {now!r}")
+    return float(now)
+
+
+def _is_id(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        return 1 <= len(value.encode("utf-8")) <= _MAX_ID_BYTES
+    except UnicodeEncodeError:
+        return False
+
+
+def _error_response(request: Request, error: ProtocolError) -> Response:
+    return Response(
+        id=request.id,
+        correlation_id=request.correlation_id,
+        command_id=request.command_id,
+        causation_id=request.causation_id,
+        project_ref=request.project_ref,
+        task_ref=request.task_ref,
+        error=error.to_wire(),
+    )
+
+
+def _internal(request: Request) -> Response:
+    return _error_response(
+        request, ProtocolError(ErrorCode.INTERNAL_ERROR, _REQUEST_FAILED)
+    )
+
+
+class _Emitter:
+    """Validates and queues the notifications one callback emits."""
+
+    __slots__ = ("_build", "open", "queued")
+
+    def __init__(self, build: Callable[..., Notification]) -> None:
+        self._build = build
+        self.queued: list[Notification] = []
+        self.open = True
+
+    def __call__(self, method: str, params: Any, **options: Any) -> Notification:
+        if not self.open:
+            _closed_emitter()
+        notification = self._build(method, params, **options)
+        self.queued.append(notification)
+        return notification
+
+
+class Server:
+    """Connection state of the host side (sans-IO).
+
+    Args:
+        handler: the host's `Handler`; its `methods` must equal exactly the
+            request methods of ``capabilities``.
+        capabilities: the capability groups this host advertises (defined
+            groups only).
+        host_id: this host's stable identity, sent in the initialize result
+            so clients keep stream checkpoints per host. Random when not
+            given; a host that serves replay across connections should set
+            it.
+        connection_id: this connection's identity (random when not given).
+        durable: whether this host's inbox commits events; only then may the
+            handler answer ``project/event.receive`` with ``durable``.
+        positions: processed positions of sequenced notifications from the
+            peer (from `positions`), restored after a restart.
+        id_generator: ``f(generation, n) -> id`` for server-initiated
+            request ids (the generation is always 1: a Server serves one
+            connection); defaults to ``"s1-<n>"``. An id it returns that is
+            in use is ``conflict``.
+        max_outstanding_requests: server-initiated requests waiting for a
+            response (64).
+        max_completed: the window of incoming request ids (content kept to
+            detect reuse) and of answered server-initiated request ids (128).
+        max_streams: streams of sequenced notifications from the peer with a
+            position (64).
+        max_message_bytes: every message in and out (1 MiB).
+        request_timeout / request_timeout_ms: how long a server-initiated
+            request may wait, applied by `expire` (30 s).
+
+    Raises:
+        TypeError: ``handler`` is not a `Handler`, or an option has the wrong
+            type (the message names it); a client-only bound such as
+            ``max_incoming_requests`` is not an option of a Server.
+        ValueError: an undefined capability group, ``handler.methods`` not
+            equal to the groups' request methods, or a bad option value.
+    """
+
+    __slots__ = (
+        "_capabilities",
+        "_connection_id",
+        "_durable",
+        "_handler",
+        "_host_id",
+        "_limits",
+        "_negotiated",
+        "_outbox",
+        "_positions",
+        "_seen",
+        "_state",
+    )
+
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        capabilities: Iterable[str],
+        host_id: str | None = None,
+        connection_id: str | None = None,
+        durable: bool = False,
+        positions: Mapping[str, int] | None = None,
+        id_generator: Callable[[int, int], str] | None = None,
+        max_outstanding_requests: int | None = None,
+        max_completed: int | None = None,
+        max_streams: int | None = None,
+        max_message_bytes: int | None = None,
+        request_timeout: float | None = None,
+        request_timeout_ms: int | None = None,
+    ) -> None:
+        if not isinstance(handler, Handler):
+            raise TypeError(
+                f"expected handler to be a samgita_protocol.Handler, got: {handler!r}"
+            )
+        if isinstance(capabilities, str) or not isinstance(capabilities, Iterable):
+            raise TypeError(
+                f"expected capabilities to be an iterable of group names, got: {capabilities!r}"
+            )
+        groups: list[str] = []
+        for group in capabilities:
+            if not isinstance(group, str):
+                raise TypeError(
+                    f"expected capabilities to hold strings, got: {group!r}"
+                )
+            if group not in CAPABILITY_GROUPS:
+                raise ValueError(
+                    f"capabilities: {group!r} is not a defined capability group "
+                    f"(defined: {sorted(CAPABILITY_GROUPS)})"
+                )
+            if group not in groups:
+                groups.append(group)
+        expected: set[str] = set()
+        for group in groups:
+            expected |= request_methods(group)
+        methods = handler.methods
+        if isinstance(methods, str) or not isinstance(methods, Iterable):
+            raise TypeError(
+                f"expected handler.methods to be a collection of str, got: {methods!r}"
+            )
+        actual = set(methods)
+        if actual != expected:
+            raise ValueError(
+                f"handler.methods must equal the request methods of {groups}: "
+                f"missing {sorted(expected - actual)}, extra {sorted(actual - expected)}"
+            )
+        if not isinstance(durable, bool):
+            raise TypeError(f"expected durable to be a bool, got: {durable!r}")
+        if id_generator is not None and not callable(id_generator):
+            raise TypeError(
+                f"expected id_generator to be callable, got: {id_generator!r}"
+            )
+        limits = check_limits(
+            {
+                "max_outstanding_requests": max_outstanding_requests,
+                "max_completed": max_completed,
+                "max_streams": max_streams,
+                "max_message_bytes": max_message_bytes,
+                "request_timeout": request_timeout,
+                "request_timeout_ms": request_timeout_ms,
+            },
+            allowed=_SERVER_LIMITS,
+        )
+        self._handler = handler
+        self._capabilities: tuple[str, ...] = tuple(groups)
+        self._host_id = check_id("host_id", host_id) or "host-" + secrets.token_hex(12)
+        self._connection_id = check_id(
+            "connection_id", connection_id
+        ) or "conn-" + secrets.token_hex(12)
+        self._durable = durable
+        self._limits = limits
+        self._positions = ServerPositions(
+            max_streams=limits.max_streams
+            if max_streams is not None
+            else DEFAULT_MAX_STREAMS,
+            positions=positions,
+        )
+        self._state: ServerState = "new"
+        self._negotiated: frozenset[str] = frozenset()
+        self._seen: RecentIds[str, ContentKey] = RecentIds(limits.max_completed)
+        # Server-initiated requests are reads (see request()), so the
+        # uncertain bound is never reached; 1 keeps the Outbox's check honest.
+        self._outbox = Outbox(
+            prefix="s",
+            max_outstanding_requests=limits.max_outstanding_requests,
+            max_uncertain_commands=1,
+            max_completed=limits.max_completed,
+            request_timeout=limits.request_timeout,
+            id_generator=id_generator,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Server(state={self._state!r}, connection_id={self._connection_id!r}, "
+            f"host_id={self._host_id!r}, capabilities={sorted(self._negotiated)!r})"
+        )
+
+    # -- read-only state ----------------------------------------------------------
+
+    @property
+    def handler(self) -> Handler:
+        """The host's handler (which holds the host state)."""
+        return self._handler
+
+    @property
+    def state(self) -> ServerState:
+        """``"new"`` until a successful initialize, then ``"ready"``;
+        ``"disconnected"`` after `disconnect`."""
+        return self._state
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """The negotiated capability groups (empty before initialization)."""
+        return self._negotiated
+
+    @property
+    def advertised_capabilities(self) -> tuple[str, ...]:
+        """The groups this Server advertises."""
+        return self._capabilities
+
+    @property
+    def connection_id(self) -> str:
+        """This connection's identity, sent in the initialize result."""
+        return self._connection_id
+
+    @property
+    def host_id(self) -> str:
+        """This host's identity, sent in the initialize result."""
+        return self._host_id
+
+    @property
+    def durable(self) -> bool:
+        """Whether the handler may answer ``acceptance: durable``."""
+        return self._durable
+
+    @property
+    def outstanding(self) -> Mapping[str, Request]:
+        """Server-initiated requests waiting for a response, by id (read-only)."""
+        return MappingProxyType({k: v.request for k, v in self._outbox.pending.items()})
+
+    def positions(self) -> dict[str, int]:
+        """Processed positions of sequenced notifications from the peer.
+
+        Persist them after each successful notification callback and pass
+        them as ``Server(positions=...)`` after a restart.
+        """
+        return self._positions.positions()
+
+    def forget_stream(self, stream_id: str) -> None:
+        """Release a finished stream received from the peer.
+
+        Its processed position is dropped, so it stops counting against
+        ``max_streams``; a later notification of the same ``stream_id`` must
+        start again at cursor 1. The Server holds no unprocessed events, so
+        this always succeeds (an unknown ``stream_id`` is a no-op).
+        """
+        self._positions.forget(stream_id)
+
+    # -- receive ---------------------------------------------------------------------
+
+    def receive(
+        self, data: bytes | str | Message, *, now: datetime | None = None
+    ) -> list[Message]:
+        """Receive one message from the peer; return the messages to send, in order.
+
+        ``data`` is one message's bytes (or text), or a `Message` the caller
+        decoded itself (validated as if it had arrived as its JSON).
+        ``now`` is the wall clock (an aware `datetime`) for approval
+        deadlines: the handler's own approvals and the peer's; when
+        ``None`` the clock is read only when a deadline is checked.
+
+        A request is answered with exactly one response, followed by the
+        notifications its handler emitted: the handler's result, its typed
+        error, or the Server's own refusal (``not_initialized``,
+        ``already_initialized``, ``no_common_version``,
+        ``missing_required_capability``, ``unsupported``, ``conflict`` for a
+        reused id with other content, ``internal_error``). A malformed
+        request whose ``id`` and ``correlation_id`` can still be read is
+        answered with its typed error (the handler is not called). A
+        response to a server-initiated request goes to
+        `Handler.handle_response`; a notification to
+        `Handler.handle_notification` (sequenced ones once each, in cursor
+        order). Both return no messages, or the notifications the callback
+        emitted.
+
+        Raises:
+            TypeError: ``now`` is not ``None`` or an aware datetime.
+            ProtocolError: origin ``peer`` for input that cannot be answered
+                (a malformed message without a readable request identity;
+                ``unknown_response``, ``conflicting_response``,
+                ``mismatched_response``; a notification before
+                initialization or of a group not negotiated or not accepted:
+                ``not_initialized``, ``unsupported``; ``cursor_gap``);
+                origin ``local`` for ``disconnected`` (after `disconnect`),
+                ``limit_exceeded`` (a new stream over ``max_streams``) and a
+                failed notification callback (its own `ProtocolError`, or
+                ``internal_error`` for anything else it raised). The Server
+                is unchanged and keeps working after every one of them.
+        """
+        now = wall_clock(now)
+        if self._state == "disconnected":
+            raise ProtocolError(ErrorCode.DISCONNECTED, "the connection is closed")
+        wire: bytes | str | None
+        if isinstance(data, bytes | str):
+            wire = data
+        elif isinstance(data, bytearray | memoryview):
+            wire = bytes(data)
+        elif isinstance(data, Request | Response | Notification):
+            wire = None
+        else:
+            raise TypeError(
+                f"expected bytes, str or a Message, got: {type(data).__name__}"
+            )
+        if wire is not None:
+            try:
+                message = decode(wire, max_message_bytes=self._limits.max_message_bytes)
+            except ProtocolError as error:
+                error = error if error.origin == "peer" else error.with_origin("peer")
+                response = self._recover(wire, error)
+                if response is None:
+                    raise error from None
+                return [response]
+        else:
+            # A Message the caller decoded: validated as if it had arrived as
+            # its JSON (size included); its violations are the peer's.
+            try:
+                encode(data, max_message_bytes=self._limits.max_message_bytes)  # type: ignore[arg-type]
+            except ProtocolError as error:
+                error = error.with_origin("peer")
+                response = self._recover(data, error)
+                if response is None:
+                    raise error from None
+                return [response]
+            message = data  # type: ignore[assignment]
+        if type(message) is Request:
+            return self._receive_request(message, wire, now)
+        if type(message) is Response:
+            self._receive_response(message, wire, now)
+            return []
+        assert type(message) is Notification
+        return self._receive_notification(message)
+
+    def _recover(
+        self, source: bytes | str | Message, error: ProtocolError
+    ) -> Response | None:
+        """The error response to invalid input that still names a request
+        identity (so the peer's request does not wait for a timeout), or None.
+        Input that is too large, not UTF-8, not JSON or too deep is never
+        parsed again."""
+        if error.code in _UNRECOVERABLE:
+            return None
+        try:
+            term = (
+                msgspec.json.decode(source)
+                if isinstance(source, bytes | str)
+                else msgspec.to_builtins(source)
+            )
+        except Exception:
+            return None
+        if not isinstance(term, dict) or term.get("type") != "request":
+            return None
+        id_, correlation_id = term.get("id"), term.get("correlation_id")
+        if not (_is_id(id_) and _is_id(correlation_id)):
+            return None
+        # Echo what the client will compare (its request carried valid ids
+        # there); whatever is itself invalid is left out.
+        echo = {
+            k: term[k]
+            for k in ("command_id", "causation_id", "project_ref", "task_ref")
+            if _is_id(term.get(k))
+        }
+        if "task_ref" in echo and "project_ref" not in echo:
+            del echo["task_ref"]
+        assert isinstance(id_, str) and isinstance(correlation_id, str)
+        response = Response(
+            id=id_, correlation_id=correlation_id, error=error.to_wire(), **echo
+        )
+        try:
+            encode(response, max_message_bytes=self._limits.max_message_bytes)
+        except ProtocolError:
+            return None
+        return response
+
+    # -- incoming requests ------------------------------------------------------------
+
+    def _receive_request(
+        self, request: Request, wire: bytes | str | None, now: datetime | None
+    ) -> list[Message]:
+        # Identity reuse: the same id with other content is a conflict and the
+        # handler is not called; the same request again is handled again (the
+        # host deduplicates by command_id). Remembered once, at first arrival.
+        kept = self._seen.get(request.id)
+        if kept is not None:
+            if not same_content(kept, request, wire):
+                error = ProtocolError(
+                    ErrorCode.CONFLICT,
+                    "request id reused with different content",
+                    data={"id": request.id},
+                )
+                return [_error_response(request, error)]
+        spec = METHODS[request.method]
+        refusal = self._refusal(spec)
+        if kept is None:
+            self._seen.add(request.id, content_key(request, wire))
+        if refusal is not None:
+            return [_error_response(request, refusal)]
+        if spec.group is None:
+            return [self._initialize(request)]
+        return self._call_handler(request, spec, now)
+
+    def _refusal(self, spec: MethodSpec) -> ProtocolError | None:
+        if spec.group is None:  # connection/initialize, the one request of no group
+            if self._state != "new":
+                return ProtocolError(
+                    ErrorCode.ALREADY_INITIALIZED,
+                    "the connection is already initialized",
+                )
+            return None
+        if self._state != "ready":
+            return ProtocolError(
+                ErrorCode.NOT_INITIALIZED, "send connection/initialize first"
+            )
+        if spec.group not in self._negotiated:
+            return ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "the method's capability group was not negotiated",
+                data={"method": spec.name},
+            )
+        return None
+
+    def _initialize(self, request: Request) -> Response:
+        params: InitializeParams = request.params
+        offered = list(params.capabilities)
+        required = (
+            []
+            if params.required_capabilities is UNSET
+            else params.required_capabilities
+        )
+        if not set(required) <= set(offered):
+            error = ProtocolError(
+                ErrorCode.INVALID_PARAMS,
+                "required_capabilities must be among the offered capabilities",
+                data={"path": "/params/required_capabilities"},
+            )
+            return _error_response(request, error)
+        version = next((v for v in _VERSIONS if v in params.versions), None)
+        if version is None:
+            error = ProtocolError(
+                ErrorCode.NO_COMMON_VERSION,
+                "no common schema version",
+                data={"supported": list(_VERSIONS)},
+            )
+            return _error_response(request, error)
+        missing = sorted(set(required) - set(self._capabilities))
+        if missing:
+            error = ProtocolError(
+                ErrorCode.MISSING_REQUIRED_CAPABILITY,
+                "a required capability is not supported",
+                data={"missing": missing},
+            )
+            return _error_response(request, error)
+        # Unknown optional offers are simply not part of the intersection.
+        supported = [g for g in self._capabilities if g in offered]
+        result = InitializeResult(
+            version=version,
+            capabilities=supported,
+            connection_id=self._connection_id,
+            host_id=self._host_id,
+        )
+        self._state = "ready"
+        self._negotiated = frozenset(supported)
+        return Response(
+            id=request.id, correlation_id=request.correlation_id, result=result
+        )
+
+    def _call_handler(
+        self, request: Request, spec: MethodSpec, now: datetime | None
+    ) -> list[Message]:
+        emitter = _Emitter(self._build_notification)
+        context = RequestContext(
+            id=request.id,
+            correlation_id=request.correlation_id,
+            method=request.method,
+            connection_id=self._connection_id,
+            capabilities=self._negotiated,
+            command_id=_opt(request.command_id),
+            causation_id=_opt(request.causation_id),
+            project_ref=_opt(request.project_ref),
+            task_ref=_opt(request.task_ref),
+            _emit=emitter,
+        )
+        try:
+            outcome: Any = self._handler.handle_request(
+                request.method, request.params, context
+            )
+        except ProtocolError as error:
+            response = self._own_error(request, error)
+        except Exception:
+            # No detail of the failure leaves the host, and none is logged.
+            response = _internal(request)
+        else:
+            response = self._own_result(request, spec, outcome, now)
+        finally:
+            emitter.open = False
+        if (
+            response.error is not UNSET
+            and response.error.code == ErrorCode.INTERNAL_ERROR
+        ):
+            return [response]
+        return [response, *emitter.queued]
+
+    def _own_error(self, request: Request, error: ProtocolError) -> Response:
+        """The handler's typed error goes out as built, if it is sendable: a
+        defined code, object data, within the size bound."""
+        try:
+            if not isinstance(error.code, ErrorCode):
+                raise TypeError
+            if error.data is not None and not isinstance(error.data, dict):
+                raise TypeError
+            response = _error_response(request, error)
+            encode(response, max_message_bytes=self._limits.max_message_bytes)
+        except Exception:
+            return _internal(request)
+        return response
+
+    def _own_result(
+        self, request: Request, spec: MethodSpec, outcome: Any, now: datetime | None
+    ) -> Response:
+        """The handler's result must be a valid, bound result for this request
+        that fits in one message; otherwise the peer gets a fixed internal
+        error (the handler's bug is not the peer's business). Approving at or
+        after the deadline is answered with ``approval_expired``: that is a
+        fact about the request, not a bug."""
+        try:
+            result = decode_result(request.method, outcome)
+            if (
+                spec.name == "project/event.receive"
+                and result.acceptance == "durable"
+                and not self._durable
+            ):
+                return _internal(request)
+            check_result(request, result, now=now, origin="local")
+            response = Response(
+                id=request.id,
+                correlation_id=request.correlation_id,
+                command_id=request.command_id,
+                causation_id=request.causation_id,
+                project_ref=request.project_ref,
+                task_ref=request.task_ref,
+                result=result,
+            )
+            encode(response, max_message_bytes=self._limits.max_message_bytes)
+        except ProtocolError as error:
+            if error.code == ErrorCode.APPROVAL_EXPIRED:
+                return _error_response(request, error)
+            return _internal(request)
+        except Exception:
+            return _internal(request)
+        return response
+
+    # -- responses to server-initiated requests ---------------------------------------
+
+    def _receive_response(
+        self, response: Response, wire: bytes | str | None, now: datetime | None
+    ) -> None:
+        matched = self._outbox.match(response, wire, now)
+        if matched is DUPLICATE:
+            return  # an identical duplicate: suppressed
+        assert isinstance(matched, tuple)
+        entry, outcome, key = matched
+        self._outbox.settle(entry, outcome, key)
+        self._respond(entry.request, outcome)
+
+    def _respond(self, request: Request, outcome: Any) -> None:
+        try:
+            self._handler.handle_response(request, outcome)
+        except Exception:  # noqa: S110 (documented: the request is settled either way)
+            pass
+
+    # -- incoming notifications -------------------------------------------------------
+
+    def _receive_notification(self, notification: Notification) -> list[Message]:
+        if self._state != "ready":
+            raise ProtocolError(
+                ErrorCode.NOT_INITIALIZED,
+                "notification before initialization",
+                origin="peer",
+            )
+        spec = METHODS[notification.method]
+        if spec.group not in self._negotiated or not implements_notifications(
+            self._handler
+        ):
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "this host does not accept this notification",
+                data={"method": notification.method},
+                origin="peer",
+            )
+        # Cursor checks before the callback; processed only after it succeeded.
+        if not self._positions.check(notification):
+            return []  # already processed
+        emitter = _Emitter(self._build_notification)
+        context = NotificationContext(
+            method=notification.method,
+            connection_id=self._connection_id,
+            notification=notification,
+            capabilities=self._negotiated,
+            stream_id=_opt(notification.stream_id),
+            cursor=_opt(notification.cursor),
+            _emit=emitter,
+        )
+        try:
+            self._handler.handle_notification(
+                notification.method, notification.params, context
+            )
+        except ProtocolError as error:
+            raise error.with_origin("local") from None
+        except Exception as exc:
+            raise ProtocolError(ErrorCode.INTERNAL_ERROR, _NOTIFICATION_FAILED) from exc
+        finally:
+            emitter.open = False
+        stream_id, cursor = notification.stream_id, notification.cursor
+        if stream_id is not UNSET and cursor is not UNSET:
+            self._positions.mark(stream_id, cursor)
+        return list(emitter.queued)
+
+    # -- outgoing -----------------------------------------------------------------------
+
+    def _check_ready(self) -> None:
+        if self._state == "disconnected":
+            raise ProtocolError(ErrorCode.DISCONNECTED, "the connection is closed")
+        if self._state != "ready":
+            raise ProtocolError(
+                ErrorCode.NOT_INITIALIZED, "the connection is not initialized"
+            )
+
+    def _build_notification(
+        self,
+        method: str,
+        params: Any,
+        *,
+        stream_id: str | None = None,
+        cursor: int | None = None,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+        project_ref: str | None = None,
+        task_ref: str | None = None,
+    ) -> Notification:
+        self._check_ready()
+        spec = METHODS.get(method) if isinstance(method, str) else None
+        if spec is None or spec.kind != "notification":
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_METHOD,
+                "unknown notification method",
+                data={"method": method},
+            )
+        if spec.group not in self._negotiated or spec.direction == "client":
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "the method's capability group was not negotiated",
+                data={"method": method},
+            )
+        notification = Notification(
+            method=method,
+            params=convert_params(method, params),
+            stream_id=_unset(stream_id),
+            cursor=_unset(cursor),
+            correlation_id=_unset(correlation_id),
+            causation_id=_unset(causation_id),
+            project_ref=_unset(project_ref),
+            task_ref=_unset(task_ref),
+        )
+        encode(notification, max_message_bytes=self._limits.max_message_bytes)
+        return notification
+
+    def notify(
+        self,
+        method: str,
+        params: msgspec.Struct | Mapping[str, Any],
+        *,
+        stream_id: str | None = None,
+        cursor: int | None = None,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+        project_ref: str | None = None,
+        task_ref: str | None = None,
+    ) -> Notification:
+        """Build a notification to send (the caller encodes and sends it).
+
+        ``params`` is the method's params Struct or a mapping converted to
+        it. A replayable notification carries both ``stream_id`` and
+        ``cursor`` (take them from the host's `Replay.append`). Inside a
+        handler callback use ``context.notify`` instead, so the notification
+        goes out after the response. Nothing is recorded.
+
+        Raises:
+            ProtocolError: ``not_initialized``, ``disconnected``,
+                ``unknown_method`` (not a notification method),
+                ``unsupported`` (its group was not negotiated), a params or
+                envelope schema code (``invalid_field``, ``missing_field``,
+                ``unknown_field``, ``unpaired_stream_position``, ...),
+                ``message_too_large``.
+        """
+        return self._build_notification(
+            method,
+            params,
+            stream_id=stream_id,
+            cursor=cursor,
+            correlation_id=correlation_id,
+            causation_id=causation_id,
+            project_ref=project_ref,
+            task_ref=task_ref,
+        )
+
+    def request(
+        self,
+        method: str,
+        params: msgspec.Struct | Mapping[str, Any],
+        *,
+        id: str | None = None,  # noqa: A002 (the wire's name)
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+        project_ref: str | None = None,
+        task_ref: str | None = None,
+        now: float | None = None,
+    ) -> Request:
+        """Build a server-initiated request (``approval/request``,
+        ``request/cancel``) and record it as pending.
+
+        The caller encodes and sends it. The response (or the end of the wait,
+        see `expire` and `disconnect`) goes to `Handler.handle_response`,
+        which the handler must implement. Only methods a Server may send are
+        accepted; they are all reads, so a server-initiated request never
+        becomes uncertain. ``now`` is seconds on the clock later given to
+        `expire` (default ``time.monotonic()``); the deadline is ``now`` plus
+        the request timeout. ``correlation_id`` defaults to the id; default
+        ids are ``"s1-<n>"``.
+
+        Raises:
+            TypeError, ValueError: a bad ``now``, or a custom
+                ``id_generator`` returning a non-string.
+            ProtocolError: ``no_response_callback``, ``disconnected``,
+                ``not_initialized``, ``unknown_method`` (not a request method
+                of a group), ``unsupported`` (group not negotiated, or a method
+                only a Client sends), ``conflict`` (id in use),
+                ``limit_exceeded`` (``max_outstanding_requests``), a params or
+                envelope schema code, ``message_too_large``; all ``local``.
+                Nothing is recorded then.
+        """
+        moment = _monotonic(now)
+        if not implements_responses(self._handler):
+            raise ProtocolError(
+                ErrorCode.NO_RESPONSE_CALLBACK,
+                "the handler does not implement handle_response",
+            )
+        self._check_ready()
+        spec = METHODS.get(method) if isinstance(method, str) else None
+        if spec is None or spec.kind != "request" or spec.group is None:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_METHOD,
+                "unknown request method",
+                data={"method": method},
+            )
+        if spec.group not in self._negotiated:
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "the method's capability group was not negotiated",
+                data={"method": method},
+            )
+        if spec.direction == "client" or spec.mutation:
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "a Server does not send this method",
+                data={"method": method},
+            )
+        converted = convert_params(method, params)
+        outbox = self._outbox
+        request_id, counter = outbox.choose_id(id)
+        outbox.check(request_id, False, generated=id is None)
+        request = Request(
+            id=request_id,
+            correlation_id=request_id if correlation_id is None else correlation_id,
+            method=method,
+            params=converted,
+            causation_id=_unset(causation_id),
+            project_ref=_unset(project_ref),
+            task_ref=_unset(task_ref),
+        )
+        encode(request, max_message_bytes=self._limits.max_message_bytes)
+        # -- no failure below this line --
+        outbox.put(request, False, moment, counter, explicit=id is not None)
+        return request
+
+    # -- ending waits -------------------------------------------------------------------
+
+    def expire(self, now: float) -> list[Request]:
+        """End the server-initiated requests whose deadline is at or before
+        ``now`` (seconds on the clock given to `request`).
+
+        Each gets ``timeout`` (origin ``local``) through
+        `Handler.handle_response`, in hand-out order; a late reply to it is
+        ``conflicting_response``. Returns the requests that ended.
+
+        Raises:
+            TypeError, ValueError: ``now`` is not a finite number.
+        """
+        if now is None:
+            raise TypeError("expected now to be a number of seconds, got: None")
+        moment = _monotonic(now)
+        return self._abandon(self._outbox.expired_ids(moment), "timeout")
+
+    def disconnect(self) -> list[Request]:
+        """The transport closed: every pending server-initiated request ends
+        with ``disconnected`` (origin ``local``) through
+        `Handler.handle_response`, in hand-out order, and the Server refuses
+        everything after (``disconnected``). Returns the requests that ended.
+        Calling it again does nothing. A new connection needs a new Server
+        (restore `positions` into it)."""
+        self._state = "disconnected"
+        return self._abandon(list(self._outbox.pending), "disconnect")
+
+    def _abandon(
+        self, ids: list[str], reason: Literal["disconnect", "timeout"]
+    ) -> list[Request]:
+        ended = self._outbox.abandon(ids, reason)
+        for request, error in ended:
+            self._respond(request, error)
+        return [request for request, _ in ended]

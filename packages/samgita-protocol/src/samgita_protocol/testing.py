@@ -1,0 +1,433 @@
+"""Test doubles: `FakeHost`, an in-memory `Handler` for every capability group.
+
+Used by this package's tests, the consumer example and the WebSocket
+package's fake Agent; its API below is kept stable.
+
+`FakeHost` is a consumer host, deterministic and never durable:
+
+* ``project_events.v1``: an event is stored once per ``event_id``
+  (``acceptance: received``, ``processing_status: pending`` until a report
+  records an outcome); a redelivery with any ``delivery_attempt_id`` and the
+  same original content is answered again, changed content is ``conflict``.
+  Reports need a known event; a requested management transition is
+  ``rejected`` (a fake host has no authority), otherwise ``not_requested``;
+  a different second report for the same event is ``conflict``.
+* ``sessions.v1`` and ``streaming.v1``: threads ``thread-<n>`` and turns
+  ``turn-<n>``. ``turn/start`` answers the turn ``in_progress`` and then
+  emits ``turn/started``, ``item/started``, one ``item/delta`` per word of
+  ``"echo: <input text>"``, ``item/completed`` and ``turn/completed`` (with
+  ``complete_turns=False`` only ``turn/started``, and the turn stays in
+  progress); ``turn/steer`` of an in-progress turn emits one more item the
+  same way. ``item/*`` notifications are emitted only when
+  ``streaming.v1`` was negotiated. Every emitted notification is sequenced
+  by the host's `Replay` (``replay``, stream ``stream_id``), so
+  ``stream/resume`` serves them page by page, across connections that
+  share this host. ``turn/interrupt``: ``interrupted`` (or ``requested``,
+  see ``interrupt_status``) for an in-progress turn, which then ends
+  ``interrupted`` with a ``turn/completed``; ``already_finished`` for a
+  finished one.
+* ``approvals.v1``: an incoming ``approval/request`` is always denied;
+  server-initiated approvals go through `request_approval`, and their
+  outcomes are recorded in `responses`. It never approves anything.
+* ``cancellation.v1``: requests are handled synchronously, so every
+  ``request/cancel`` is ``already_finished``.
+
+Incoming notifications are recorded in `notifications`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import msgspec
+
+from ._errors import ErrorCode, ProtocolError
+from ._handler import Handler, NotificationContext, RequestContext
+from ._replay import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, Replay
+from ._schema import (
+    CAPABILITY_GROUPS,
+    UNSET,
+    ApprovalRequestParams,
+    ApprovalRequestResult,
+    CancelResult,
+    Event,
+    EventReceiveResult,
+    EventReportParams,
+    EventReportResult,
+    EventStatusResult,
+    Item,
+    ItemCompletedParams,
+    ItemDeltaParams,
+    ItemStartedParams,
+    Notification,
+    Request,
+    Thread,
+    ThreadReadResult,
+    ThreadResumeResult,
+    ThreadStartedParams,
+    ThreadStartResult,
+    Turn,
+    TurnCompletedParams,
+    TurnInterruptResult,
+    TurnStartedParams,
+    TurnStartResult,
+    TurnSteerResult,
+    request_methods,
+)
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__ = ["FakeHost"]
+
+#: Every defined capability group, in definition order.
+ALL_GROUPS: Final = tuple(CAPABILITY_GROUPS)
+
+_WORDS: Final = re.compile(r"\S+\s*")
+_CANONICAL: Final = msgspec.json.Encoder(order="sorted")
+
+
+def _canonical(value: Any) -> bytes:
+    return _CANONICAL.encode(value)
+
+
+def _not_found(what: str, **data: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.NOT_FOUND, f"unknown {what}", data=dict(data))
+
+
+class FakeHost(Handler):
+    """An in-memory, deterministic host for every capability group.
+
+    Args:
+        capabilities: the groups it serves (default: all); pass the same to
+            the `Server` (``Server(host, capabilities=host.capabilities)``).
+        stream_id: the stream of its `Replay` log.
+        now: the ``created_at`` timestamp of every thread.
+        complete_turns: whether ``turn/start`` runs the turn to completion
+            at once (default) or leaves it in progress.
+        interrupt_status: what ``turn/interrupt`` answers for an in-progress
+            turn: ``"interrupted"`` (default) or ``"requested"``.
+        max_events, max_bytes: bounds of the `Replay` log.
+
+    Raises:
+        ValueError: an undefined group or a bad option value.
+    """
+
+    def __init__(
+        self,
+        *,
+        capabilities: Iterable[str] = ALL_GROUPS,
+        stream_id: str = "fake-stream",
+        now: str = "2026-01-01T00:00:00Z",
+        complete_turns: bool = True,
+        interrupt_status: Literal["interrupted", "requested"] = "interrupted",
+        max_events: int = DEFAULT_MAX_EVENTS,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        groups = tuple(dict.fromkeys(capabilities))
+        unknown = [g for g in groups if g not in CAPABILITY_GROUPS]
+        if unknown:
+            raise ValueError(f"capabilities: undefined groups {unknown!r}")
+        if interrupt_status not in ("interrupted", "requested"):
+            raise ValueError(
+                f"expected interrupt_status 'interrupted' or 'requested', got: {interrupt_status!r}"
+            )
+        self.capabilities: tuple[str, ...] = groups
+        self._methods = frozenset().union(*(request_methods(g) for g in groups))
+        self.now = now
+        self.complete_turns = complete_turns
+        self.interrupt_status = interrupt_status
+        self.replay = Replay(stream_id, max_events=max_events, max_bytes=max_bytes)
+        #: Stored events by ``event_id`` (as first received).
+        self.events: dict[str, Event] = {}
+        #: Delivery attempts per ``event_id``, oldest first.
+        self.attempts: dict[str, list[str]] = {}
+        #: Recorded reports by ``event_id``.
+        self.reports: dict[str, EventReportParams] = {}
+        #: Threads and turns by id, in creation order.
+        self.threads: dict[str, Thread] = {}
+        self.turns: dict[str, Turn] = {}
+        #: Every validated notification received, in order.
+        self.notifications: list[Notification] = []
+        #: ``(request, outcome)`` of every server-initiated request, in order.
+        self.responses: list[tuple[Request, Any]] = []
+        self._counter = 0
+
+    @property
+    def methods(self) -> Collection[str]:
+        """The request methods of `capabilities`."""
+        return self._methods
+
+    # -- Handler ----------------------------------------------------------------
+
+    def handle_request(self, method: str, params: Any, context: RequestContext) -> Any:
+        """Dispatch to the method's fake behaviour (see the module docstring).
+
+        Raises:
+            ProtocolError: ``conflict`` (changed event content, a different
+                second report), ``not_found`` (unknown event, thread, turn or
+                stream), ``replay_gap`` / ``invalid_cursor`` (from `Replay`),
+                ``unsupported`` (a method of a group it does not serve).
+        """
+        if method not in self._methods:
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED, "not served", data={"method": method}
+            )
+        handler = getattr(self, "_" + method.replace("/", "_").replace(".", "_"))
+        return handler(params, context)
+
+    def handle_notification(
+        self, method: str, params: Any, context: NotificationContext
+    ) -> None:
+        """Record the notification in `notifications`."""
+        self.notifications.append(context.notification)
+
+    def handle_response(self, request: Request, outcome: Any) -> None:
+        """Record ``(request, outcome)`` in `responses`."""
+        self.responses.append((request, outcome))
+
+    # -- helpers for the host application ----------------------------------------
+
+    def request_approval(
+        self,
+        server: Server,
+        *,
+        approval_id: str,
+        action: Any,
+        deadline: str,
+        thread_id: str | None = None,
+        turn_id: str | None = None,
+        reason: str | None = None,
+        now: float | None = None,
+    ) -> Request:
+        """Ask the peer to approve ``action`` (``server.request`` of
+        ``approval/request``); the outcome lands in `responses`.
+
+        ``action`` is an `Action` or a mapping converted to it.
+
+        Raises:
+            ProtocolError: as `Server.request`.
+        """
+        fields: dict[str, Any] = {
+            "approval_id": approval_id,
+            "action": action if isinstance(action, msgspec.Struct) else dict(action),
+            "deadline": deadline,
+        }
+        for key, value in (
+            ("thread_id", thread_id),
+            ("turn_id", turn_id),
+            ("reason", reason),
+        ):
+            if value is not None:
+                fields[key] = value
+        if isinstance(action, msgspec.Struct):
+            params: Any = ApprovalRequestParams(**fields)
+        else:
+            params = fields
+        return server.request("approval/request", params, now=now)
+
+    def decisions(self) -> Mapping[str, Any]:
+        """Outcomes of server-initiated approvals by ``approval_id``: the
+        `ApprovalRequestResult` or the `ProtocolError`."""
+        return {
+            request.params.approval_id: outcome
+            for request, outcome in self.responses
+            if request.method == "approval/request"
+        }
+
+    # -- project_events.v1 ---------------------------------------------------------
+
+    @staticmethod
+    def _original(event: Event) -> bytes:
+        return _canonical(msgspec.structs.replace(event, delivery_attempt_id="-"))
+
+    def _project_event_receive(self, params: Any, context: RequestContext) -> Any:
+        event: Event = params.event
+        stored = self.events.get(event.event_id)
+        if stored is None:
+            self.events[event.event_id] = event
+            self.attempts[event.event_id] = [event.delivery_attempt_id]
+        elif self._original(stored) != self._original(event):
+            raise ProtocolError(
+                ErrorCode.CONFLICT,
+                "event_id already received with different content",
+                data={"event_id": event.event_id},
+            )
+        elif event.delivery_attempt_id not in self.attempts[event.event_id]:
+            self.attempts[event.event_id].append(event.delivery_attempt_id)
+        return EventReceiveResult(
+            event_id=event.event_id,
+            delivery_attempt_id=event.delivery_attempt_id,
+            acceptance="received",
+            processing_status=self._status(event.event_id),
+        )
+
+    def _status(self, event_id: str) -> Any:
+        report = self.reports.get(event_id)
+        return "pending" if report is None else report.outcome
+
+    def _project_event_status(self, params: Any, context: RequestContext) -> Any:
+        if params.event_id not in self.events:
+            raise _not_found("event", event_id=params.event_id)
+        return EventStatusResult(
+            event_id=params.event_id,
+            acceptance="received",
+            processing_status=self._status(params.event_id),
+        )
+
+    def _project_event_report(self, params: Any, context: RequestContext) -> Any:
+        event_id = params.event_id
+        if event_id not in self.events:
+            raise _not_found("event", event_id=event_id)
+        recorded = self.reports.get(event_id)
+        if recorded is not None and _canonical(recorded) != _canonical(params):
+            raise ProtocolError(
+                ErrorCode.CONFLICT,
+                "a different report is already recorded for this event",
+                data={"event_id": event_id},
+            )
+        self.reports[event_id] = params
+        return EventReportResult(
+            event_id=event_id,
+            report_status="recorded",
+            management_acceptance=(
+                "not_requested" if params.management_request is UNSET else "rejected"
+            ),
+        )
+
+    # -- sessions.v1 / streaming.v1 ---------------------------------------------------
+
+    def _next(self, prefix: str) -> str:
+        self._counter += 1
+        return f"{prefix}-{self._counter}"
+
+    def _emit(self, context: RequestContext, method: str, params: Any) -> None:
+        # Validated (and queued) first with the cursor the log will assign,
+        # then retained: a notification that cannot be sent is never logged.
+        notification = context.notify(
+            method,
+            params,
+            stream_id=self.replay.stream_id,
+            cursor=self.replay.last_cursor + 1,
+            correlation_id=context.correlation_id,
+        )
+        self.replay.append(notification)
+
+    def _thread(self, thread_id: str) -> Thread:
+        thread = self.threads.get(thread_id)
+        if thread is None:
+            raise _not_found("thread", thread_id=thread_id)
+        return thread
+
+    def _set_thread_status(self, thread_id: str, status: str) -> None:
+        self.threads[thread_id] = msgspec.structs.replace(
+            self.threads[thread_id], status=status
+        )
+
+    def _thread_start(self, params: Any, context: RequestContext) -> Any:
+        thread = Thread(
+            thread_id=self._next("thread"), status="idle", created_at=self.now
+        )
+        self.threads[thread.thread_id] = thread
+        self._emit(context, "thread/started", ThreadStartedParams(thread=thread))
+        return ThreadStartResult(thread=thread)
+
+    def _thread_read(self, params: Any, context: RequestContext) -> Any:
+        thread = self._thread(params.thread_id)
+        turns = [t for t in self.turns.values() if t.thread_id == thread.thread_id]
+        return ThreadReadResult(thread=thread, turns=turns[-256:])
+
+    def _thread_resume(self, params: Any, context: RequestContext) -> Any:
+        return ThreadResumeResult(thread=self._thread(params.thread_id))
+
+    def _run_item(self, context: RequestContext, turn: Turn, input_items: Any) -> None:
+        if "streaming.v1" not in context.capabilities:
+            return
+        text = "echo: " + " ".join(item.text for item in input_items)
+        item_id = self._next("item")
+        ids = {"thread_id": turn.thread_id, "turn_id": turn.turn_id}
+        self._emit(
+            context,
+            "item/started",
+            ItemStartedParams(**ids, item=Item(item_id=item_id, type="agent_message")),
+        )
+        for word in _WORDS.findall(text):
+            self._emit(
+                context,
+                "item/delta",
+                ItemDeltaParams(**ids, item_id=item_id, delta=word),
+            )
+        done = Item(
+            item_id=item_id, type="agent_message", text=text, status="completed"
+        )
+        self._emit(context, "item/completed", ItemCompletedParams(**ids, item=done))
+
+    def _finish_turn(self, context: RequestContext, turn: Turn, status: str) -> None:
+        finished = msgspec.structs.replace(turn, status=status)
+        self.turns[turn.turn_id] = finished
+        self._set_thread_status(turn.thread_id, "idle")
+        self._emit(context, "turn/completed", TurnCompletedParams(turn=finished))
+
+    def _turn_start(self, params: Any, context: RequestContext) -> Any:
+        self._thread(params.thread_id)
+        turn = Turn(
+            turn_id=self._next("turn"), thread_id=params.thread_id, status="in_progress"
+        )
+        self.turns[turn.turn_id] = turn
+        self._set_thread_status(turn.thread_id, "active")
+        self._emit(context, "turn/started", TurnStartedParams(turn=turn))
+        if self.complete_turns:
+            self._run_item(context, turn, params.input)
+            self._finish_turn(context, turn, "completed")
+        return TurnStartResult(turn=turn)
+
+    def _turn(self, thread_id: str, turn_id: str) -> Turn:
+        turn = self.turns.get(turn_id)
+        if turn is None or turn.thread_id != thread_id:
+            raise _not_found("turn", thread_id=thread_id, turn_id=turn_id)
+        return turn
+
+    def _turn_steer(self, params: Any, context: RequestContext) -> Any:
+        turn = self._turn(params.thread_id, params.turn_id)
+        if turn.status != "in_progress":
+            raise _not_found(
+                "in-progress turn", thread_id=params.thread_id, turn_id=params.turn_id
+            )
+        self._run_item(context, turn, params.input)
+        return TurnSteerResult(turn=turn)
+
+    def _turn_interrupt(self, params: Any, context: RequestContext) -> Any:
+        turn = self._turn(params.thread_id, params.turn_id)
+        status: Any
+        if turn.status != "in_progress":
+            status = "already_finished"
+        else:
+            status = self.interrupt_status
+            self._finish_turn(context, turn, "interrupted")
+        return TurnInterruptResult(
+            thread_id=turn.thread_id, turn_id=turn.turn_id, interrupt_status=status
+        )
+
+    def _stream_resume(self, params: Any, context: RequestContext) -> Any:
+        if params.stream_id != self.replay.stream_id:
+            raise _not_found("stream", stream_id=params.stream_id)
+        return self.replay.page(params.cursor)
+
+    # -- approvals.v1 / cancellation.v1 ------------------------------------------------
+
+    def _approval_request(self, params: Any, context: RequestContext) -> Any:
+        # The library never auto-approves, and neither does the fake host.
+        return ApprovalRequestResult(
+            approval_id=params.approval_id,
+            action=params.action,
+            decision="deny",
+            reason="the fake host approves nothing",
+        )
+
+    def _request_cancel(self, params: Any, context: RequestContext) -> Any:
+        # Requests are handled synchronously: any earlier request has finished.
+        return CancelResult(
+            request_id=params.request_id, cancel_status="already_finished"
+        )
