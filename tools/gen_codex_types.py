@@ -196,7 +196,6 @@ CODEGEN_ARGS = [
     "--use-title-as-name",
     "--keyword-only",
     "--enum-field-as-literal", "all",
-    "--collapse-root-models",
     "--reuse-model",
     "--use-msgspec-nullable-enum-alias",
     "--use-generic-base-class",

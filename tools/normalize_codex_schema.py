@@ -49,7 +49,6 @@ MESSAGE_UNIONS: dict[str, str] = {
 RENAMES: dict[str, str] = {
     "/definitions/ReviewDecision": "ReviewDecisionAmendment",
     "/definitions/JSONRPCMessage": "JSONRPCAnyMessage",
-    "/definitions/v2/ResourceContent": "ResourceContentBody",
     "/definitions/McpServerElicitationRequestParams/oneOf/1": (
         "McpServerElicitationRequestParamsOpenaiSlashForm"
     ),
@@ -183,7 +182,17 @@ def _collapse_to_catch_all(
 def _title_tagged_variants(
     bundle: _Bundle, branches: list[Any], tag: str, pointer: str, key: str, name: str
 ) -> None:
-    """Inline variants of a tagged union without a title are named <Parent><TagValue>."""
+    """Inline variants of a tagged union without a title are named <Parent><TagValue>.
+
+    The tag property loses its title (a titled single-value enum becomes a
+    model of its own, which datamodel-codegen cannot use as a msgspec tag).
+    """
+    for branch in branches:
+        if bundle.is_object(branch):
+            tag_schema = bundle.resolve(branch)["properties"][tag]
+            if "title" in tag_schema:
+                del tag_schema["title"]
+                bundle.changed = True
     for index, branch in enumerate(branches):
         if not isinstance(branch, dict) or "$ref" in branch or "title" in branch:
             continue
@@ -262,9 +271,8 @@ def _normalize_node(bundle: _Bundle, node: Schema, pointer: str, name: str) -> N
         if len(rest) == 1 and not any(k in node for k in ("properties", "type")):
             del node[key]
             for k, v in merged.items():
-                if k == "title" and "title" in node:
-                    continue
-                node.setdefault(k, v)
+                if k != "title":  # the definition keeps its own name
+                    node.setdefault(k, v)
         else:
             node[key] = rest
         bundle.changed = True
@@ -336,9 +344,9 @@ def _title_message_variants(root: Schema) -> None:
         for variant in root["definitions"][union]["oneOf"]:
             method = _fixed_value(variant["properties"]["method"])
             variant["title"] = _camel(method) + suffix
-            variant["properties"]["method"]["title"] = (
-                _camel(method) + suffix + "Method"
-            )
+            # a titled tag enum becomes its own model, which datamodel-codegen
+            # then cannot use as a msgspec tag value
+            variant["properties"]["method"].pop("title", None)
 
 
 def normalize(bundle: Schema) -> Schema:
