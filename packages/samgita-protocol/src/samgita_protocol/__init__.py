@@ -3,6 +3,7 @@
 Errors: every failure is a :class:`ProtocolError` with an :class:`ErrorCode`.
 """
 
+from ._codec import DEFAULT_MAX_MESSAGE_BYTES, MAX_DEPTH, decode, encode
 from ._document import json_schema
 from ._errors import ErrorCode, Origin, ProtocolError
 from ._handler import Handler, NotificationContext, RequestContext
@@ -66,6 +67,11 @@ from ._schema import (
 from ._server import Server, ServerState
 
 __all__ = [
+    # codec (_codec)
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "MAX_DEPTH",
+    "decode",
+    "encode",
     # errors (_errors)
     "ErrorCode",
     "Origin",

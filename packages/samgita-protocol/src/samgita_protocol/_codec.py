@@ -1,0 +1,281 @@
+"""Encode and decode native 1.0 messages; only ``ProtocolError`` escapes.
+
+``decode`` checks, in this order, each with its own code (the reference
+order of the Elixir codec and ``schemas/1.0/manifest.json``):
+
+1. at most ``max_message_bytes`` UTF-8 bytes (``message_too_large``; a
+   ``str`` counts by its UTF-8 length), before anything is parsed;
+2. valid UTF-8 (``invalid_utf8``);
+3. nesting at most 32 deep (``depth_exceeded``), one JSON value with nothing
+   after it (``invalid_json``), no object repeating a key
+   (``duplicate_key``, at every level);
+4. the envelope and the method's params (see ``_validate.envelope_rules``
+   and docs/protocol.md sections 2, 4, 5).
+
+How it stays cheap. A message is first decoded optimistically with msgspec:
+the envelope (``params`` and ``result`` kept as ``msgspec.Raw``), then the
+method's params Struct, each with a decoder built once at import. msgspec
+validates UTF-8, syntax, trailing data, types and constraints while it
+parses; it silently keeps the last of repeated keys (msgspec issue 648) and
+fills a missing ``schema_version`` with its default, so the decoded message
+is encoded again: when those bytes equal the input (every message this
+library encodes, since msgspec's output is canonical for a decoded value)
+the input cannot repeat a key or lack a field, and that costs one encode and
+one ``memcmp``. Input in another key order, with whitespace or escapes is
+checked by an exact tokenizer (``_validate.find_duplicate_key``) instead.
+Depth needs no scan on the typed path: a typed Struct field never holds a
+deeper value than the schema allows (msgspec fails at the first unexpected
+bracket, without building it); only values that hold free-form JSON
+(``dict[str, Any]``, a raw ``result``) are measured before they are built
+(``data.count`` of ``{`` and ``[`` proves depth <= 32 without a scan in the
+common case; otherwise an exact scan of the bracket bytes outside string
+literals). Anything the fast path does not accept outright is decoded again
+by ``_validate.explain``, which checks everything in the order above and
+names the first violation, so both paths give the same codes.
+
+Measured (bench/codec.py, 450-byte ``item/delta``): see the README.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET
+
+from ._errors import ErrorCode, ProtocolError
+from ._schema import METHODS, Message, Notification, Request, Response
+from ._validate import (
+    ANY_DECODER,
+    ENCODER,
+    ENVELOPE_DECODER,
+    MAX_DEPTH,
+    PARAMS_DECODERS,
+    check_struct,
+    depth_within,
+    error,
+    explain,
+    find_duplicate_key,
+    has_free_form,
+    needs_walk,
+)
+
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "MAX_DEPTH", "decode", "encode"]
+
+DEFAULT_MAX_MESSAGE_BYTES: Final = 1_048_576
+"""The default message size bound: 1 MiB of UTF-8 bytes (docs/protocol.md section 9)."""
+
+_MESSAGE_TYPES: Final = (Request, Response, Notification)
+# What msgspec raises on bad input: syntax (DecodeError, a ValueError),
+# schema (ValidationError), invalid UTF-8 (UnicodeDecodeError, a ValueError)
+# and nesting beyond the interpreter's recursion limit (RecursionError).
+_DECODE_FAILURES: Final = (ValueError, RecursionError)
+
+
+def _check_bound(max_message_bytes: int) -> None:
+    if type(max_message_bytes) is not int or max_message_bytes < 1:
+        raise ValueError(
+            f"max_message_bytes must be a positive int, got {max_message_bytes!r}"
+        )
+
+
+def _too_large(size: int, limit: int, origin: str) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.MESSAGE_TOO_LARGE,
+        f"message is larger than {limit} bytes",
+        data={"bytes": size, "max": limit},
+        origin="peer" if origin == "peer" else "local",
+    )
+
+
+def decode(
+    data: bytes | bytearray | memoryview | str,
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> Message:
+    """Decodes and validates one message.
+
+    A request's or notification's ``params`` is the method's params Struct;
+    a response's ``result`` is left as ``msgspec.Raw`` (an object, checked
+    for syntax, depth and repeated keys) for ``decode_result`` against the
+    pending request.
+
+    Raises:
+        ProtocolError: origin ``peer`` with ``message_too_large``,
+            ``invalid_utf8``, ``depth_exceeded``, ``invalid_json``,
+            ``duplicate_key``, ``invalid_message``, ``unsupported_version``,
+            ``invalid_type``, ``unknown_method``, ``unknown_field``,
+            ``missing_field``, ``invalid_field``, ``invalid_params``,
+            ``missing_command_id``, ``unexpected_command_id``,
+            ``task_ref_without_project_ref``, ``unpaired_stream_position`` or
+            ``invalid_response``; ``data.path`` is the JSON pointer of the
+            offending field. Origin ``local`` with ``invalid_message`` when
+            ``data`` is not bytes or str.
+        ValueError: ``max_message_bytes`` is not a positive int.
+    """
+    _check_bound(max_message_bytes)
+    if type(data) is bytes:
+        wire = data
+    elif isinstance(data, str):
+        try:
+            wire = data.encode("utf-8")
+        except UnicodeEncodeError:
+            size = len(data.encode("utf-8", "surrogatepass"))
+            if size > max_message_bytes:
+                raise _too_large(size, max_message_bytes, "peer") from None
+            raise error(
+                ErrorCode.INVALID_UTF8, "message holds a lone surrogate"
+            ) from None
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        wire = bytes(data)
+    else:
+        raise ProtocolError(
+            ErrorCode.INVALID_MESSAGE,
+            f"expected bytes or str, got {type(data).__name__}",
+            origin="local",
+        )
+    if len(wire) > max_message_bytes:
+        raise _too_large(len(wire), max_message_bytes, "peer")
+    return decode_checked(wire)
+
+
+def decode_checked(wire: bytes) -> Message:
+    """``decode`` of bytes within the size bound (the fast path; see the
+    module docstring)."""
+    try:
+        envelope = ENVELOPE_DECODER.decode(wire)
+    except _DECODE_FAILURES:
+        return explain(wire)
+    if envelope.task_ref is not UNSET and envelope.project_ref is UNSET:
+        return explain(wire)
+    if type(envelope) is Response:
+        return _response(wire, envelope)
+    spec = METHODS.get(envelope.method)
+    if spec is None or spec.kind != envelope.type:
+        return explain(wire)
+    if type(envelope) is Request:
+        if spec.mutation is (envelope.command_id is UNSET):
+            return explain(wire)
+    elif (envelope.stream_id is UNSET) is not (envelope.cursor is UNSET):
+        return explain(wire)
+    ascii_input = wire.isascii()
+    raw = envelope.params
+    if has_free_form(spec.params) and not depth_within(bytes(raw), MAX_DEPTH - 1):
+        return explain(wire)
+    try:
+        params = PARAMS_DECODERS[spec.name].decode(raw)
+        if not ascii_input:
+            check_struct(envelope, "", ascii_input)
+        if needs_walk(spec.params, ascii_input):
+            check_struct(params, "/params", ascii_input)
+    except (*_DECODE_FAILURES, ProtocolError):
+        return explain(wire)
+    message: Message = msgspec.structs.replace(envelope, params=params)
+    if ENCODER.encode(message) != wire and find_duplicate_key(wire) is not None:
+        return explain(wire)
+    return message
+
+
+def _response(wire: bytes, envelope: Response) -> Message:
+    if (envelope.result is UNSET) is (envelope.error is UNSET):
+        return explain(wire)
+    ascii_input = wire.isascii()
+    try:
+        if not ascii_input:
+            check_struct(envelope, "", ascii_input)
+        if envelope.error is not UNSET:
+            data = envelope.error.data
+            if data is not UNSET and not _json_depth_within(data, MAX_DEPTH - 2):
+                return explain(wire)
+            canonical = ENCODER.encode(envelope) == wire
+        else:
+            assert envelope.result is not UNSET  # exactly one of result or error
+            raw = bytes(envelope.result)
+            if not depth_within(raw, MAX_DEPTH - 1):
+                return explain(wire)
+            result = ANY_DECODER.decode(raw)
+            if type(result) is not dict:
+                return explain(wire)
+            canonical = (
+                ENCODER.encode(result) == raw and ENCODER.encode(envelope) == wire
+            )
+    except (*_DECODE_FAILURES, ProtocolError):
+        return explain(wire)
+    if not canonical and find_duplicate_key(wire) is not None:
+        return explain(wire)
+    return envelope
+
+
+def _json_depth_within(value: Any, limit: int) -> bool:
+    """Depth of a decoded free-form value (the error object's ``data``, which
+    msgspec builds with the envelope; its own recursion guard bounds it)."""
+    if limit < 0:
+        return False
+    if type(value) is dict:
+        return all(_json_depth_within(v, limit - 1) for v in value.values())
+    if type(value) is list:
+        return all(_json_depth_within(v, limit - 1) for v in value)
+    return True
+
+
+def encode_unchecked(message: object) -> bytes:
+    """The JSON bytes of a message object, without validating its content.
+
+    Raises:
+        ProtocolError: origin ``local``: ``invalid_message`` when ``message``
+            is not a Request, Response or Notification; ``invalid_utf8``,
+            ``depth_exceeded`` or ``invalid_field`` when msgspec cannot encode
+            a value in it.
+    """
+    if type(message) not in _MESSAGE_TYPES:
+        raise ProtocolError(
+            ErrorCode.INVALID_MESSAGE,
+            f"expected a Request, Response or Notification, got {type(message).__name__}",
+        )
+    try:
+        return ENCODER.encode(message)
+    except UnicodeEncodeError:
+        raise ProtocolError(
+            ErrorCode.INVALID_UTF8,
+            "the message holds a string that is not valid Unicode",
+        ) from None
+    except RecursionError:
+        raise ProtocolError(
+            ErrorCode.DEPTH_EXCEEDED,
+            f"the message nests deeper than {MAX_DEPTH}",
+            data={"max": MAX_DEPTH},
+        ) from None
+    except (TypeError, ValueError, OverflowError):
+        raise ProtocolError(
+            ErrorCode.INVALID_FIELD,
+            "the message holds a value not representable as JSON",
+        ) from None
+
+
+def encode(
+    message: Message, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> bytes:
+    """Validates and encodes one message to its JSON bytes.
+
+    The bytes are decoded again with every rule of ``decode``, so anything
+    this returns is accepted by ``decode`` (a response's ``result`` is
+    checked against its method only by ``decode_result``).
+
+    Raises:
+        ProtocolError: origin ``local``: ``invalid_message`` when
+            ``message`` is not a Request, Response or Notification;
+            ``message_too_large`` (``data.bytes``, ``data.max``) when the
+            encoding exceeds ``max_message_bytes``; ``invalid_utf8``,
+            ``depth_exceeded``, ``invalid_field`` for a value msgspec cannot
+            encode; otherwise the code ``decode`` gives for the bytes.
+        ValueError: ``max_message_bytes`` is not a positive int.
+    """
+    _check_bound(max_message_bytes)
+    wire = encode_unchecked(message)
+    if len(wire) > max_message_bytes:
+        raise _too_large(len(wire), max_message_bytes, "local")
+    try:
+        decode_checked(wire)
+    except ProtocolError as exc:
+        raise exc.with_origin("local") from None
+    return wire

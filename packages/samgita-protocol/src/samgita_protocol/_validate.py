@@ -1,0 +1,787 @@
+"""Validation machinery shared by the codec and the schema helpers.
+
+msgspec checks types, enums, lengths, item counts, patterns, unknown and
+missing fields while it decodes. What it cannot see is checked here, on the
+decoded Structs (docs/protocol.md section 12): identity length in UTF-8 bytes
+(only when the input is not pure ASCII, where code points equal bytes), the
+calendar validity of timestamps and ``task_ref`` requiring ``project_ref``.
+Which fields of which Struct need which check is read once, at import, from
+``msgspec.inspect`` (a plan per Struct type), so a message whose types need
+no check (``item/delta`` in ASCII) is not walked at all.
+
+This module also holds the exact (slow) JSON checks: the depth scan, the
+duplicate-key tokenizer and the full, ordered explanation of an invalid
+message, which the codec's fast path falls back to for every input it does
+not accept outright.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET
+
+from ._errors import ErrorCode, ProtocolError
+from ._schema import (
+    MAX_ID_BYTES,
+    METHODS,
+    SCHEMA_VERSION,
+    ErrorObject,
+    Message,
+    MethodSpec,
+    Notification,
+    Request,
+    Response,
+)
+
+MAX_DEPTH: Final = 32
+"""The deepest JSON nesting a message may have (docs/protocol.md section 9)."""
+
+# -- Struct plans -----------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Plan:
+    ids: tuple[str, ...]
+    id_lists: tuple[str, ...]
+    timestamps: tuple[str, ...]
+    structs: tuple[tuple[str, type[msgspec.Struct]], ...]
+    struct_lists: tuple[tuple[str, type[msgspec.Struct]], ...]
+    task_rule: bool
+    walk_ascii: bool
+    walk_any: bool
+    free_form: bool
+
+
+_PLANS: dict[type[msgspec.Struct], _Plan] = {}
+
+
+def _unwrap(t: msgspec.inspect.Type) -> msgspec.inspect.Type:
+    # Constrained and described field types come as `Metadata(type=...)`;
+    # msgspec.inspect already drops `UnsetType` from optional fields' unions.
+    while isinstance(t, msgspec.inspect.Metadata):
+        t = t.type
+    return t
+
+
+def _is_id(t: msgspec.inspect.Type) -> bool:
+    return isinstance(t, msgspec.inspect.StrType) and t.max_length == MAX_ID_BYTES
+
+
+def _is_timestamp(t: msgspec.inspect.Type) -> bool:
+    return isinstance(t, msgspec.inspect.StrType) and t.pattern is not None
+
+
+def _plan(cls: type[msgspec.Struct]) -> _Plan:
+    plan = _PLANS.get(cls)
+    if plan is not None:
+        return plan
+    info = msgspec.inspect.type_info(cls)
+    assert isinstance(info, msgspec.inspect.StructType)
+    ids: list[str] = []
+    id_lists: list[str] = []
+    timestamps: list[str] = []
+    structs: list[tuple[str, type[msgspec.Struct]]] = []
+    struct_lists: list[tuple[str, type[msgspec.Struct]]] = []
+    free_form = False
+    for field in info.fields:
+        t = _unwrap(field.type)
+        if isinstance(t, (msgspec.inspect.DictType, msgspec.inspect.AnyType)):
+            free_form = True
+        elif _is_id(t):
+            ids.append(field.name)
+        elif _is_timestamp(t):
+            timestamps.append(field.name)
+        elif isinstance(t, msgspec.inspect.StructType):
+            structs.append((field.name, t.cls))
+        elif isinstance(t, msgspec.inspect.ListType):
+            item = _unwrap(t.item_type)
+            if _is_id(item):
+                id_lists.append(field.name)
+            elif isinstance(item, msgspec.inspect.StructType):
+                struct_lists.append((field.name, item.cls))
+    names = {f.name for f in info.fields}
+    task_rule = "task_ref" in names and "project_ref" in names
+    nested = [_plan(c) for _, c in structs] + [_plan(c) for _, c in struct_lists]
+    walk_ascii = bool(timestamps) or task_rule or any(p.walk_ascii for p in nested)
+    walk_any = (
+        walk_ascii or bool(ids) or bool(id_lists) or any(p.walk_any for p in nested)
+    )
+    plan = _Plan(
+        ids=tuple(ids),
+        id_lists=tuple(id_lists),
+        timestamps=tuple(timestamps),
+        structs=tuple(structs),
+        struct_lists=tuple(struct_lists),
+        task_rule=task_rule,
+        walk_ascii=walk_ascii,
+        walk_any=walk_any,
+        free_form=free_form or any(p.free_form for p in nested),
+    )
+    _PLANS[cls] = plan
+    return plan
+
+
+# Envelope plans are computed without their Raw payloads (msgspec.Raw is not
+# a Struct), the method Structs with everything they contain.
+for _cls in (Request, Response, Notification, ErrorObject):
+    _plan(_cls)
+for _spec in METHODS.values():
+    _plan(_spec.params)
+    if _spec.result is not None:
+        _plan(_spec.result)
+
+
+def has_free_form(cls: type[msgspec.Struct]) -> bool:
+    """Whether a ``cls`` value can hold free-form JSON (of any depth)."""
+    return _PLANS[cls].free_form
+
+
+def needs_walk(cls: type[msgspec.Struct], ascii_input: bool) -> bool:
+    """Whether ``check_struct`` can find anything in a ``cls`` value."""
+    plan = _PLANS[cls]
+    return plan.walk_ascii if ascii_input else plan.walk_any
+
+
+# -- errors -------------------------------------------------------------------------
+
+
+def error(
+    code: ErrorCode, message: str, path: str | None = None, **extra: Any
+) -> ProtocolError:
+    """A peer error with ``data.path`` (a JSON pointer) and ``extra`` facts."""
+    data: dict[str, Any] | None = None
+    if path is not None or extra:
+        data = dict(extra)
+        if path is not None:
+            data["path"] = path
+    return ProtocolError(code, message, data=data, origin="peer")
+
+
+def pointer_segment(key: str) -> str:
+    """One JSON pointer segment (RFC 6901 escaping)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+_MAX_NAME = 64  # longer keys are input content, not field names: not echoed
+
+
+def _short(key: str) -> bool:
+    return len(key) <= _MAX_NAME
+
+
+# -- calendar ---------------------------------------------------------------------
+
+_TIMESTAMP: Final = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]{1,9})?Z"
+)
+
+
+def _days_ok(year: int, month: int, day: int) -> bool:
+    if month == 2:
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return 1 <= day <= (29 if leap else 28)
+    return 1 <= day <= (30 if month in (4, 6, 9, 11) else 31)
+
+
+def _timestamp_ok(value: str) -> bool:
+    m = _TIMESTAMP.fullmatch(value)
+    if m is None:
+        return False
+    year, month, day, hour, minute, second = (int(g) for g in m.groups())
+    return (
+        1 <= month <= 12
+        and _days_ok(year, month, day)
+        and hour <= 23
+        and minute <= 59
+        and second <= 59
+    )
+
+
+# -- the post-decode walk -------------------------------------------------------------
+
+
+def _id_too_long(value: str) -> bool:
+    # At most 4 bytes per code point: a short string cannot be too long.
+    return len(value) > MAX_ID_BYTES // 4 and len(value.encode("utf-8")) > MAX_ID_BYTES
+
+
+def check_struct(obj: msgspec.Struct, path: str, ascii_input: bool) -> None:
+    """Raises the first violation in ``obj`` that msgspec cannot check.
+
+    Raises:
+        ProtocolError: ``invalid_field`` (a timestamp that is not a calendar
+            date/time, an identity over 256 UTF-8 bytes) or
+            ``task_ref_without_project_ref``; origin ``peer``.
+    """
+    plan = _PLANS[type(obj)]
+    for name in plan.timestamps:
+        value = getattr(obj, name)
+        if value is not UNSET and not _timestamp_ok(value):
+            raise error(
+                ErrorCode.INVALID_FIELD,
+                "expected a UTC ISO-8601 timestamp naming a real date and time",
+                f"{path}/{name}",
+            )
+    if not ascii_input:
+        for name in plan.ids:
+            value = getattr(obj, name)
+            if value is not UNSET and _id_too_long(value):
+                raise _id_error(f"{path}/{name}", value)
+        for name in plan.id_lists:
+            values = getattr(obj, name)
+            if values is not UNSET:
+                for i, value in enumerate(values):
+                    if _id_too_long(value):
+                        raise _id_error(f"{path}/{name}/{i}", value)
+    if plan.task_rule and obj.task_ref is not UNSET and obj.project_ref is UNSET:  # type: ignore[attr-defined]
+        raise error(
+            ErrorCode.TASK_REF_WITHOUT_PROJECT_REF,
+            "task_ref requires project_ref",
+            f"{path}/task_ref",
+        )
+    for name, cls in plan.structs:
+        value = getattr(obj, name)
+        if value is not UNSET and needs_walk(cls, ascii_input):
+            check_struct(value, f"{path}/{name}", ascii_input)
+    for name, cls in plan.struct_lists:
+        values = getattr(obj, name)
+        if values is not UNSET and needs_walk(cls, ascii_input):
+            for i, value in enumerate(values):
+                if isinstance(value, Notification):
+                    check_nested_notification(value, f"{path}/{name}/{i}", ascii_input)
+                else:
+                    check_struct(value, f"{path}/{name}/{i}", ascii_input)
+
+
+def _id_error(path: str, value: str) -> ProtocolError:
+    return error(
+        ErrorCode.INVALID_FIELD,
+        f"expected a string of 1 to {MAX_ID_BYTES} UTF-8 bytes",
+        path,
+        bytes=len(value.encode("utf-8")),
+    )
+
+
+def check_nested_notification(n: Notification, path: str, ascii_input: bool) -> None:
+    """The envelope rules of a notification inside a ``stream/resume`` result
+    (its params are already the method's Struct)."""
+    spec = METHODS.get(n.method)
+    if spec is None or spec.kind != "notification":
+        raise error(
+            ErrorCode.UNKNOWN_METHOD, "not a notification method", f"{path}/method"
+        )
+    if (n.stream_id is UNSET) != (n.cursor is UNSET):
+        missing = "stream_id" if n.stream_id is UNSET else "cursor"
+        raise error(
+            ErrorCode.UNPAIRED_STREAM_POSITION,
+            "stream_id and cursor must appear together",
+            f"{path}/{missing}",
+        )
+    check_struct(n, path, ascii_input)
+    if needs_walk(spec.params, ascii_input):
+        check_struct(n.params, f"{path}/params", ascii_input)
+
+
+# -- msgspec's messages to codes --------------------------------------------------------
+
+_AT: Final = re.compile(r" - at `\$(.*)`$")
+_PATH_PART: Final = re.compile(r"\.([^.\[]+)|\[([0-9]+)\]|\[(\"(?:[^\"\\]|\\.)*\")\]")
+_FIELD: Final = re.compile(r"field `(.*)`")
+
+
+def _msgspec_pointer(where: str) -> str:
+    parts = []
+    for m in _PATH_PART.finditer(where):
+        name, index, quoted = m.groups()
+        if name is not None:
+            parts.append("/" + pointer_segment(name))
+        elif index is not None:
+            parts.append("/" + index)
+        elif quoted is not None:
+            try:
+                key = msgspec.json.decode(quoted.encode(), type=str)
+            except (
+                msgspec.DecodeError
+            ):  # pragma: no cover - msgspec quotes JSON strings
+                key = quoted
+            parts.append("/" + pointer_segment(key))
+    return "".join(parts)
+
+
+def from_validation_error(exc: msgspec.ValidationError, prefix: str) -> ProtocolError:
+    """The protocol error for a msgspec ValidationError raised while decoding
+    the value at JSON pointer ``prefix``."""
+    text = str(exc)
+    m = _AT.search(text)
+    where = _msgspec_pointer(m.group(1)) if m else ""
+    head = text[: m.start()] if m else text
+    path = prefix + where
+    if head.startswith("Object contains unknown field"):
+        f = _FIELD.search(head)
+        name = f.group(1) if f else ""
+        extra = {"field": name} if _short(name) else {}
+        return error(
+            ErrorCode.UNKNOWN_FIELD,
+            "unknown field",
+            f"{path}/{pointer_segment(name)}",
+            **extra,
+        )
+    if head.startswith("Object missing required field"):
+        f = _FIELD.search(head)
+        name = f.group(1) if f else ""
+        return error(ErrorCode.MISSING_FIELD, f"{name} is required", f"{path}/{name}")
+    if head.startswith(
+        "Object contains duplicate"
+    ):  # pragma: no cover - not raised by 0.22
+        return error(ErrorCode.DUPLICATE_KEY, "an object repeats a key", path)
+    return error(ErrorCode.INVALID_FIELD, _safe_reason(head), path)
+
+
+_SAFE_REASON: Final = re.compile(r"^(Expected `[^`]*`(?: [^`']*)?)(?:, got `[a-z]+`)?$")
+
+
+def _safe_reason(head: str) -> str:
+    # msgspec's messages name types and bounds ("Expected `str` of length
+    # <= 256", "Expected `int`, got `str`"); enum messages quote the input
+    # value, which is not repeated back.
+    if head.startswith("Invalid enum value") or head.startswith("Invalid value"):
+        return "value is not one of the allowed values"
+    if head.startswith("Expected `str` matching regex"):
+        return "expected a UTC ISO-8601 timestamp ending in Z"
+    if _SAFE_REASON.match(head) and len(head) <= 120:
+        return head[0].lower() + head[1:]
+    return "invalid value"
+
+
+# -- exact JSON checks ------------------------------------------------------------------
+
+_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKET: Final = re.compile(rb"[\[\]{}]")
+
+
+def depth_within(data: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether no container in ``data`` (outside string literals) nests deeper
+    than ``limit``; cheap when the whole input has at most ``limit`` of them."""
+    if data.count(b"{") + data.count(b"[") <= limit:
+        return True
+    depth = 0
+    for m in _BRACKET.finditer(_STRING.sub(b"", data)):
+        if m.group() in b"[{":
+            depth += 1
+            if depth > limit:
+                return False
+        else:
+            depth -= 1
+    return True
+
+
+_TOKEN: Final = re.compile(rb'("(?:[^"\\]|\\.)*")(\s*:)?|([\[\]{},])', re.S)
+
+
+def _key_text(literal: bytes) -> str:
+    if b"\\" not in literal:
+        return literal[1:-1].decode("utf-8")
+    value: str = msgspec.json.decode(literal, type=str)
+    return value
+
+
+def find_duplicate_key(data: bytes) -> ProtocolError | None:
+    """The ``duplicate_key`` error for the first object in ``data`` (valid
+    JSON) that repeats a key, or ``None``. Also reports a top-level object
+    without ``schema_version`` (``missing_field``), which a decoded Struct
+    cannot show because the field has a default."""
+    # One entry per open container: (keys seen, or None for an array;
+    # current key or index).
+    keys: list[set[str] | None] = []
+    where: list[str | int] = []
+    top_keys: set[str] | None = None
+    for m in _TOKEN.finditer(data):
+        literal, colon, punct = m.groups()
+        if literal is not None:
+            if colon is not None:
+                key = _key_text(literal)
+                seen = keys[-1]
+                assert seen is not None
+                if key in seen:
+                    path = "".join(f"/{pointer_segment(str(p))}" for p in where[:-1])
+                    path += "/" + pointer_segment(key)
+                    extra = {"key": key} if _short(key) else {}
+                    return error(
+                        ErrorCode.DUPLICATE_KEY,
+                        "an object repeats a key",
+                        path,
+                        **extra,
+                    )
+                seen.add(key)
+                where[-1] = key
+            continue
+        if punct == b"{":
+            keys.append(set())
+            where.append("")
+        elif punct == b"[":
+            keys.append(None)
+            where.append(0)
+        elif punct == b",":
+            if keys and keys[-1] is None:
+                index = where[-1]
+                assert isinstance(index, int)
+                where[-1] = index + 1
+        else:
+            closed = keys.pop()
+            where.pop()
+            if not keys:
+                top_keys = closed
+    if top_keys is not None and "schema_version" not in top_keys:
+        return error(
+            ErrorCode.MISSING_FIELD, "schema_version is required", "/schema_version"
+        )
+    return None
+
+
+_LONE_SURROGATE: Final = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<![0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def json_error(data: bytes, exc: Exception) -> ProtocolError:
+    """The ``invalid_json`` error for input msgspec could not parse."""
+    if _LONE_SURROGATE.search(data):
+        return error(ErrorCode.INVALID_JSON, "a \\u escape is an unpaired surrogate")
+    text = str(exc)
+    if text.startswith("JSON is malformed") or text == "Input data was truncated":
+        return error(ErrorCode.INVALID_JSON, text)
+    return error(ErrorCode.INVALID_JSON, "invalid JSON")
+
+
+# -- decoders (immutable, built once) ------------------------------------------------------
+
+ENVELOPE_DECODER: Final = msgspec.json.Decoder(Request | Response | Notification)
+PARAMS_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
+    name: msgspec.json.Decoder(spec.params) for name, spec in METHODS.items()
+}
+RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
+    name: msgspec.json.Decoder(spec.result)
+    for name, spec in METHODS.items()
+    if spec.result is not None
+}
+ANY_DECODER: Final = msgspec.json.Decoder()
+ENCODER: Final = msgspec.json.Encoder()
+
+_KINDS: Final = ("request", "response", "notification")
+
+
+def _kind_error(m: dict[str, Any]) -> ProtocolError | None:
+    if "schema_version" not in m:
+        return error(
+            ErrorCode.MISSING_FIELD, "schema_version is required", "/schema_version"
+        )
+    if m["schema_version"] != SCHEMA_VERSION:
+        return error(
+            ErrorCode.UNSUPPORTED_VERSION,
+            'schema_version must be "1.0"',
+            "/schema_version",
+        )
+    if "type" not in m:
+        return error(ErrorCode.MISSING_FIELD, "type is required", "/type")
+    if m["type"] not in _KINDS:
+        return error(
+            ErrorCode.INVALID_TYPE,
+            "type must be request, response or notification",
+            "/type",
+        )
+    return None
+
+
+def _method_spec(m: dict[str, Any], kind: str) -> MethodSpec:
+    if "method" not in m:
+        raise error(ErrorCode.MISSING_FIELD, "method is required", "/method")
+    name = m["method"]
+    if not isinstance(name, str):
+        raise error(ErrorCode.INVALID_FIELD, "method must be a string", "/method")
+    spec = METHODS.get(name)
+    if spec is None:
+        raise error(ErrorCode.UNKNOWN_METHOD, "unknown method", "/method")
+    if spec.kind != kind:
+        raise error(
+            ErrorCode.UNKNOWN_METHOD, f"{name} is not a {kind} method", "/method"
+        )
+    return spec
+
+
+def _params_object(m: dict[str, Any]) -> None:
+    if "params" not in m:
+        raise error(ErrorCode.MISSING_FIELD, "params is required", "/params")
+    if not isinstance(m["params"], dict):
+        raise error(ErrorCode.INVALID_PARAMS, "params must be an object", "/params")
+
+
+def envelope_rules(m: dict[str, Any]) -> MethodSpec | None:
+    """Checks a decoded top-level JSON value in the reference order (version,
+    type, method, command_id, params object / result-or-error, stream
+    position) and returns the method of a request or notification.
+
+    Raises:
+        ProtocolError: the first violation, origin ``peer``.
+    """
+    if not isinstance(m, dict):
+        raise error(ErrorCode.INVALID_MESSAGE, "a message must be a JSON object")
+    problem = _kind_error(m)
+    if problem is not None:
+        raise problem
+    kind = m["type"]
+    if kind == "request":
+        spec = _method_spec(m, "request")
+        if spec.mutation and "command_id" not in m:
+            raise error(
+                ErrorCode.MISSING_COMMAND_ID,
+                f"{spec.name} is a mutation and requires command_id",
+                "/command_id",
+            )
+        if not spec.mutation and "command_id" in m:
+            raise error(
+                ErrorCode.UNEXPECTED_COMMAND_ID,
+                f"{spec.name} is not a mutation; command_id is not allowed",
+                "/command_id",
+            )
+        _params_object(m)
+        return spec
+    if kind == "response":
+        if ("result" in m) == ("error" in m):
+            raise error(
+                ErrorCode.INVALID_RESPONSE,
+                "a response carries exactly one of result or error",
+            )
+        if "result" in m and not isinstance(m["result"], dict):
+            raise error(
+                ErrorCode.INVALID_RESPONSE, "result must be an object", "/result"
+            )
+        return None
+    spec = _method_spec(m, "notification")
+    if ("stream_id" in m) != ("cursor" in m):
+        missing = "stream_id" if "cursor" in m else "cursor"
+        raise error(
+            ErrorCode.UNPAIRED_STREAM_POSITION,
+            "stream_id and cursor must appear together",
+            f"/{missing}",
+        )
+    _params_object(m)
+    return spec
+
+
+def decode_params(spec: MethodSpec, raw: bytes | msgspec.Raw, ascii_input: bool) -> Any:
+    """The method's params Struct from raw JSON that is known to be valid,
+    duplicate-free and within depth.
+
+    Raises:
+        ProtocolError: schema violations at ``/params/...``, origin ``peer``.
+    """
+    try:
+        params = PARAMS_DECODERS[spec.name].decode(raw)
+    except msgspec.ValidationError as exc:
+        raise from_validation_error(exc, "/params") from None
+    if needs_walk(spec.params, ascii_input):
+        check_struct(params, "/params", ascii_input)
+    return params
+
+
+def explain(data: bytes) -> Message:
+    """The complete, ordered decode of ``data`` (at most the size bound):
+    UTF-8, depth, JSON syntax, duplicate keys, then the schema. Returns the
+    message when it is valid after all.
+
+    Raises:
+        ProtocolError: the first violation, origin ``peer``.
+    """
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(
+            ErrorCode.INVALID_UTF8, "message is not valid UTF-8", offset=exc.start
+        ) from None
+    if not depth_within(data):
+        raise error(
+            ErrorCode.DEPTH_EXCEEDED,
+            f"JSON nesting is deeper than {MAX_DEPTH}",
+            max=MAX_DEPTH,
+        )
+    try:
+        value = ANY_DECODER.decode(data)
+    except (msgspec.DecodeError, ValueError, RecursionError) as exc:
+        raise json_error(data, exc) from None
+    problem = find_duplicate_key(data)
+    if problem is not None and problem.code is ErrorCode.DUPLICATE_KEY:
+        raise problem
+    spec = envelope_rules(value)
+    try:
+        message = ENVELOPE_DECODER.decode(data)
+    except msgspec.ValidationError as exc:
+        raise from_validation_error(exc, "") from None
+    ascii_input = data.isascii()
+    return finish(message, spec, ascii_input)
+
+
+def finish(message: Message, spec: MethodSpec | None, ascii_input: bool) -> Message:
+    """The envelope walk and the params decode of a message whose envelope
+    msgspec accepted and whose envelope rules hold."""
+    check_struct(message, "", ascii_input)
+    if isinstance(message, Response):
+        if message.error is not UNSET:
+            check_struct(message.error, "/error", ascii_input)
+        return message
+    assert spec is not None
+    params = decode_params(spec, message.params, ascii_input)
+    return msgspec.structs.replace(message, params=params)
+
+
+# -- results and caller-built values ---------------------------------------------------------
+
+
+def _as_json(value: object, code: ErrorCode, what: str) -> bytes:
+    """``value`` encoded to JSON for validation, or the error naming why it
+    cannot be."""
+    try:
+        return ENCODER.encode(value)
+    except UnicodeEncodeError:
+        raise ProtocolError(
+            ErrorCode.INVALID_UTF8, f"{what} holds a string that is not valid Unicode"
+        ) from None
+    except RecursionError:
+        raise ProtocolError(
+            ErrorCode.DEPTH_EXCEEDED,
+            f"{what} nests deeper than {MAX_DEPTH}",
+            data={"max": MAX_DEPTH},
+        ) from None
+    except (TypeError, ValueError, OverflowError):
+        raise ProtocolError(code, f"{what} is not representable as JSON") from None
+
+
+def _check_json_bytes(data: bytes, prefix: str) -> None:
+    """Depth (relative to a value at ``prefix``) and duplicate keys of JSON
+    ``data`` that msgspec produced or will parse."""
+    base = prefix.count("/")
+    if not depth_within(data, MAX_DEPTH - base):
+        raise error(
+            ErrorCode.DEPTH_EXCEEDED,
+            f"JSON nesting is deeper than {MAX_DEPTH}",
+            prefix,
+            max=MAX_DEPTH,
+        )
+
+
+def convert_params(
+    method: str, value: msgspec.Struct | Mapping[str, Any]
+) -> msgspec.Struct:
+    """See ``samgita_protocol.convert_params``."""
+    spec = METHODS.get(method)
+    if spec is None:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_METHOD, "unknown method", data={"method": method}
+        )
+    if not isinstance(value, (spec.params, Mapping)):
+        raise ProtocolError(
+            ErrorCode.INVALID_PARAMS,
+            f"params of {method} must be a {spec.params.__name__} or a mapping",
+            data={"path": "/params"},
+        )
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        value = dict(value)
+    raw = _as_json(value, ErrorCode.INVALID_FIELD, "params")
+    try:
+        _check_json_bytes(raw, "/params")
+        params: msgspec.Struct = decode_params(spec, raw, raw.isascii())
+    except ProtocolError as exc:
+        raise exc.with_origin("local") from None
+    return params
+
+
+def decode_result(
+    method: str, raw: msgspec.Raw | msgspec.Struct | Mapping[str, Any]
+) -> Any:
+    """See ``samgita_protocol.decode_result``."""
+    spec = METHODS.get(method)
+    if spec is None or spec.result is None:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_METHOD, "not a request method", data={"method": method}
+        )
+    try:
+        if isinstance(raw, msgspec.Raw):
+            data = bytes(raw)
+        else:
+            if isinstance(raw, Mapping) and not isinstance(raw, dict):
+                raw = dict(raw)
+            data = _as_json(raw, ErrorCode.INVALID_FIELD, "result")
+        result = _decode_result_bytes(spec, data)
+    except ProtocolError as exc:
+        reason = exc.code.value
+        extra = dict(exc.data or {})
+        extra["reason"] = reason
+        raise ProtocolError(
+            ErrorCode.INVALID_RESULT,
+            f"result of {method} is invalid: {exc.message}",
+            data=extra,
+            origin="peer",
+        ) from None
+    return result
+
+
+def _decode_result_bytes(spec: MethodSpec, data: bytes) -> Any:
+    ascii_input = data.isascii()
+    if not ascii_input:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise error(
+                ErrorCode.INVALID_UTF8, "result is not valid UTF-8", "/result"
+            ) from None
+    _check_json_bytes(data, "/result")
+    problem = _duplicate_in_value(data, "/result")
+    if problem is not None:
+        raise problem
+    try:
+        result = RESULT_DECODERS[spec.name].decode(data)
+    except msgspec.ValidationError as exc:
+        raise from_validation_error(exc, "/result") from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise json_error(data, exc) from None
+    if spec.result is not None and needs_walk(spec.result, ascii_input):
+        check_struct(result, "/result", ascii_input)
+    return result
+
+
+def _duplicate_in_value(data: bytes, prefix: str) -> ProtocolError | None:
+    """Duplicate keys in a JSON value that sits at ``prefix`` in a message."""
+    try:
+        value = ANY_DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return json_error(data, exc)
+    if ENCODER.encode(value) == data:
+        return None
+    problem = find_duplicate_key(data)
+    if problem is None or problem.code is not ErrorCode.DUPLICATE_KEY:
+        return None
+    assert problem.data is not None
+    problem.data["path"] = prefix + problem.data["path"]
+    return problem
+
+
+def validate_message(message: object) -> bytes:
+    """The wire bytes of a locally built message after every decode check
+    (no size bound).
+
+    Raises:
+        ProtocolError: origin ``local``; ``invalid_message`` when ``message``
+            is not a Request, Response or Notification.
+    """
+    from ._codec import decode_checked, encode_unchecked
+
+    data = encode_unchecked(message)
+    try:
+        decode_checked(data)
+    except ProtocolError as exc:
+        raise exc.with_origin("local") from None
+    return data
