@@ -27,13 +27,12 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def start_listener(self, **kwargs: Any) -> Any:
-        from samgita_protocol.testing import FakeHost
-
         from samgita_protocol_websocket import serve
+        from samgita_protocol_websocket.fake_agent import AgentState, FakeAgent
 
         kwargs.setdefault("host", "127.0.0.1")
         kwargs.setdefault("token", TOKEN)
-        factory = kwargs.pop("handler_factory", lambda info: FakeHost())
+        factory = kwargs.pop("handler_factory", None) or FakeAgent.factory(AgentState())
 
         async def enter() -> Any:
             ctx = serve(factory, **kwargs)

@@ -11,7 +11,24 @@ import types
 
 import samgita_protocol_websocket
 
-EXPECTED: frozenset[str] = frozenset()
+EXPECTED: frozenset[str] = frozenset(
+    {
+        "AgentConnection",
+        "Authenticator",
+        "BearerTokenAuthenticator",
+        "CloseCode",
+        "ConnectionInfo",
+        "HandshakeRejected",
+        "HandshakeRequest",
+        "Listener",
+        "RedactingLogger",
+        "Secret",
+        "Session",
+        "connect",
+        "redact_text",
+        "serve",
+    }
+)
 
 
 def test_all_is_exact_and_resolvable() -> None:

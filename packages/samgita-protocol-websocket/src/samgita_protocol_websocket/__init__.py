@@ -15,6 +15,7 @@ from ._codes import CloseCode
 from ._listener import Listener, serve
 from ._redact import RedactingLogger, Secret, redact_text
 from ._server_loop import AgentConnection
+from ._session import HandshakeRejected, Session, connect
 
 __all__ = [
     "AgentConnection",
@@ -22,10 +23,13 @@ __all__ = [
     "BearerTokenAuthenticator",
     "CloseCode",
     "ConnectionInfo",
+    "HandshakeRejected",
     "HandshakeRequest",
     "Listener",
     "RedactingLogger",
     "Secret",
+    "Session",
+    "connect",
     "redact_text",
     "serve",
 ]

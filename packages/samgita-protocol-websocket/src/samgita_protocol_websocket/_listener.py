@@ -26,6 +26,7 @@ from __future__ import annotations
 import http
 import itertools
 import logging
+import secrets
 import ssl
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Final
@@ -181,6 +182,7 @@ class _Policy:
 class Listener:
     """A running listener, given by ``async with serve(...) as listener``.
 
+    ``host_id`` is the host identity every connection reports.
     ``host`` / ``port`` are the bound address (``port`` is the real one when
     ``0`` was asked), ``url`` is ``ws(s)://host:port/app-server``.
     """
@@ -236,6 +238,8 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
         host: str,
         port: int = 0,
         capabilities: Sequence[str] | None = None,
+        host_id: str | None = None,
+        durable: bool = False,
         token: str | Secret | None = None,
         authenticator: Authenticator | None = None,
         allowed_origins: Collection[str] = (),
@@ -274,6 +278,12 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
                 raise TypeError("capabilities must be a sequence of str")
             capabilities = tuple(capabilities)
         self._capabilities = capabilities
+        if host_id is not None and (not isinstance(host_id, str) or not host_id):
+            raise TypeError("host_id must be a non-empty str or None")
+        # One listener is one host: every connection (and every reconnect)
+        # reports the same host_id, so clients can keep their checkpoints.
+        self._host_id = host_id or "host-" + secrets.token_hex(12)
+        self._durable = check_bool("durable", durable)
         if (token is None) == (authenticator is None):
             raise ValueError("pass exactly one of token and authenticator")
         if authenticator is not None:
@@ -415,7 +425,11 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
                     "headers": view.headers,
                 },
                 capabilities=self._capabilities,
-                server_options=self._server_options,
+                server_options={
+                    "host_id": self._host_id,
+                    "durable": self._durable,
+                    **self._server_options,
+                },
                 max_message_bytes=self._max_message_bytes,
                 max_outbound_messages=self._max_outbound_messages,
                 send_timeout=self._send_timeout,

@@ -1,0 +1,598 @@
+"""The client: ``connect(url, *, token, capabilities, ...)`` gives a :class:`Session` over a core ``Client``.
+
+One reader task per socket feeds every text message to ``Client.receive`` and
+acts on the effects: a response or error settles the waiting
+:meth:`Session.request`; an incoming request (an approval) goes to the
+``on_request`` callback, which is answered only by the caller through
+:meth:`Session.reply`; notifications (ephemeral ones, and sequenced ones
+drained from the core's stream buffer) go to the bounded queue behind
+:meth:`Session.notifications`.  A ticker drives ``Client.expire(now)``.
+
+When the socket ends, ``Client.disconnect()`` settles every waiting request
+(mutations become ``ambiguous_disconnect`` and stay in :attr:`Session.uncertain`,
+reads get ``disconnected``).  Nothing is re-sent: :meth:`Session.reconnect`
+opens a new socket (authenticating again), calls ``Client.reconnect()`` and
+initializes again; the caller reconciles uncertain commands and resumes
+streams from their checkpoints (:meth:`Session.resume`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl as ssl_module
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from typing import Any, Final
+
+import samgita_protocol as core
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as _ws_connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from ._checks import (
+    check_bool,
+    check_callable,
+    check_int,
+    check_optional_seconds,
+    check_seconds,
+    check_ssl,
+    is_loopback_host,
+)
+from ._codes import CloseCode
+from ._redact import RedactingLogger, Secret
+
+__all__ = ["HandshakeRejected", "Session", "connect"]
+
+DEFAULT_MAX_NOTIFICATIONS: Final = 1024
+_INITIALIZE: Final = "connection/initialize"
+_CLOSED: Final = object()
+
+
+class HandshakeRejected(ConnectionError):
+    """The listener answered the upgrade with an HTTP status instead of 101.
+
+    ``status`` is that status (401: authentication, 403: origin, 404: path,
+    426: version, 503: capacity, 3xx: a redirect, which is never followed).
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _NoRedirect(_ws_connect):
+    """``websockets``' connect that treats every 3xx as a failure (it follows redirects by default)."""
+
+    def process_redirect(self, exc: Exception) -> Exception | str:
+        return exc
+
+
+def check_url(url: Any, *, allow_insecure_non_loopback: bool) -> str:
+    """Validate a listener URL (see :func:`connect`); returns it unchanged."""
+    if not isinstance(url, str):
+        raise TypeError("url must be a str")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ValueError("url is not a valid URL") from None
+    if parts.scheme not in ("ws", "wss"):
+        raise ValueError("url must use the ws:// or wss:// scheme")
+    if "@" in parts.netloc or parts.username is not None or parts.password is not None:
+        raise ValueError(
+            "url must not carry credentials (user:pass@); pass token= instead"
+        )
+    if parts.query or url.rstrip().endswith("?"):
+        raise ValueError("url must not carry a query string; credentials go in token=")
+    if parts.fragment:
+        raise ValueError("url must not carry a fragment")
+    if not parts.hostname:
+        raise ValueError("url must name a host")
+    if (
+        parts.scheme == "ws"
+        and not is_loopback_host(parts.hostname)
+        and not allow_insecure_non_loopback
+    ):
+        raise ValueError(
+            "url: plain ws:// is allowed only to loopback hosts; use wss:// or pass "
+            "allow_insecure_non_loopback=True"
+        )
+    del port
+    return url
+
+
+class Session:
+    """A connected, initialized client session (given by ``async with connect(...)``).
+
+    Not thread-safe: use it from the event loop that opened it.
+    """
+
+    def __init__(self, owner: connect) -> None:
+        self._owner = owner
+        self._client: Any = owner._make_client()
+        self._ws: ClientConnection | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._waiting: dict[str, asyncio.Future[Any]] = {}
+        self._notifications: asyncio.Queue[Any] = asyncio.Queue(
+            owner._max_notifications
+        )
+        self._callbacks: set[asyncio.Task[None]] = set()
+        self._lost = asyncio.Event()
+        self._closing = False
+        self.initialize_result: Any = None
+        self.close_code: int | None = None
+        self.close_reason: str | None = None
+        self.connections = 0
+
+    def __repr__(self) -> str:
+        return f"Session(url={self._owner._url!r}, connected={self.connected}, client={self._client!r})"
+
+    # -- state ------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        """The core ``Client`` (its state: pending, uncertain, checkpoints)."""
+        return self._client
+
+    @property
+    def connected(self) -> bool:
+        """Whether a socket is open and the reader runs."""
+        return self._ws is not None and not self._lost.is_set()
+
+    @property
+    def uncertain(self) -> Mapping[str, Any]:
+        """Mutations whose outcome is unknown (``Client.uncertain``)."""
+        return self._client.uncertain  # type: ignore[no-any-return]
+
+    def resolve_uncertain(self, request_id: str, outcome: str) -> None:
+        """Clear an uncertain command after reconciling it (``Client.resolve_uncertain``).
+
+        Raises ``ProtocolError`` ``unknown_uncertain``, ``ValueError`` for a bad outcome.
+        """
+        self._client.resolve_uncertain(request_id, outcome)
+
+    def checkpoints(self) -> dict[str, Any]:
+        """Processed stream positions to persist (``Client.checkpoints()``)."""
+        return self._client.checkpoints()  # type: ignore[no-any-return]
+
+    async def wait_disconnected(self) -> None:
+        """Wait until the current socket has ended."""
+        await self._lost.wait()
+
+    # -- opening ---------------------------------------------------------------------------
+
+    async def _open(self) -> None:
+        owner = self._owner
+        try:
+            ws = await _NoRedirect(
+                owner._url,
+                additional_headers=[
+                    ("Authorization", f"Bearer {owner._token.reveal()}")
+                ],
+                user_agent_header=None,
+                origin=owner._origin,  # type: ignore[arg-type]
+                compression=None,
+                proxy=None,
+                open_timeout=owner._open_timeout,
+                ping_interval=owner._ping_interval,
+                ping_timeout=owner._ping_timeout,
+                close_timeout=owner._close_timeout,
+                max_size=owner._max_message_bytes,
+                max_queue=owner._max_inbound_frames,
+                write_limit=owner._write_limit,
+                logger=owner._logger,
+                ssl=owner._ssl,
+            )
+        except InvalidStatus as exc:
+            code = exc.response.status_code
+            if 300 <= code < 400:
+                raise HandshakeRejected(
+                    code,
+                    f"redirect (HTTP {code}) refused: redirects are never followed",
+                ) from None
+            raise HandshakeRejected(
+                code, f"listener refused the upgrade: HTTP {code}"
+            ) from None
+        self._ws = ws
+        self._lost = asyncio.Event()
+        self.close_code = self.close_reason = None
+        self.connections += 1
+        self._reader = asyncio.create_task(self._read(ws))
+        self._ticker = asyncio.create_task(self._tick())
+        try:
+            self.initialize_result = await self.request(_INITIALIZE, {})
+        except BaseException:
+            await self._drop()
+            raise
+
+    # -- requests and replies ----------------------------------------------------------
+
+    async def request(self, method: str, params: Any, **envelope: Any) -> Any:
+        """Send a request and wait for its outcome; returns the result Struct.
+
+        ``envelope`` takes the core ``Client.request`` keywords (``command_id``
+        for mutations, ``correlation_id``, ``project_ref``, ...).  Raises
+        ``ProtocolError``: the peer's typed error (origin ``remote``), a
+        refusal of the core (origin ``local``), ``ambiguous_disconnect`` when
+        the socket ends or the wait times out on a mutation (it stays in
+        :attr:`uncertain`), ``disconnected`` / ``timeout`` for reads.
+        """
+        request = self._client.request(method, params, now=time.monotonic(), **envelope)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[request.id] = future
+        try:
+            await self._send(request)
+            return await future
+        finally:
+            self._waiting.pop(request.id, None)
+
+    async def notify(self, method: str, params: Any, **envelope: Any) -> Any:
+        """Send a notification (``Client.notify``); returns it. Raises ``ProtocolError``, ``ConnectionError``."""
+        notification = self._client.notify(method, params, **envelope)
+        await self._send(notification)
+        return notification
+
+    async def reply(self, request: Any, result: Any) -> None:
+        """Answer an incoming request (an approval) with ``result``. Raises ``ProtocolError``, ``ConnectionError``."""
+        await self._send(self._client.reply(request, result))
+
+    async def reply_error(self, request: Any, error: Any) -> None:
+        """Answer an incoming request with a typed error. Raises ``ProtocolError``, ``ConnectionError``."""
+        await self._send(self._client.reply_error(request, error))
+
+    async def _send(self, message: Any) -> None:
+        ws = self._ws
+        if ws is None or self._lost.is_set():
+            raise ConnectionError("not connected")
+        data = core.encode(message)
+        try:
+            async with asyncio.timeout(self._owner._send_timeout):
+                await ws.send(data, text=True)
+        except TimeoutError:
+            await self._abort_not_reading(ws)
+            raise ConnectionError("peer is not reading (send timed out)") from None
+        except ConnectionClosed:
+            raise ConnectionError("connection closed") from None
+
+    async def _abort_not_reading(self, ws: ClientConnection) -> None:
+        self._owner._logger.warning("closing connection: peer is not reading")
+        with contextlib.suppress(Exception):
+            await ws.close(CloseCode.POLICY_VIOLATION, "peer is not reading")
+
+    # -- notifications -------------------------------------------------------------------
+
+    async def notifications(self) -> AsyncIterator[Any]:
+        """Notifications in arrival order, across reconnects, until the session closes.
+
+        Sequenced ones (``stream_id`` + ``cursor``) come from the core's stream
+        buffer; call :meth:`ack` after processing each, so the checkpoint
+        advances.  The queue holds at most ``max_notifications``; while it is
+        full the reader stops reading the socket (backpressure to the Agent).
+        """
+        while True:
+            item = await self._notifications.get()
+            if item is _CLOSED:
+                self._notifications.put_nowait(_CLOSED)
+                return
+            yield item
+
+    def take_notifications(self) -> list[Any]:
+        """The notifications queued right now, without waiting (for callers that poll)."""
+        taken: list[Any] = []
+        while not self._notifications.empty():
+            item = self._notifications.get_nowait()
+            if item is _CLOSED:
+                self._notifications.put_nowait(_CLOSED)
+                break
+            taken.append(item)
+        return taken
+
+    async def next_notification(self, timeout: float | None = None) -> Any:
+        """Wait for the next notification (``TimeoutError`` after ``timeout`` seconds; ``EOFError`` once closed)."""
+        async with asyncio.timeout(timeout):
+            item = await self._notifications.get()
+        if item is _CLOSED:
+            self._notifications.put_nowait(_CLOSED)
+            raise EOFError("session closed")
+        return item
+
+    def ack(self, notification: Any) -> None:
+        """Mark a sequenced notification processed (``Client.ack_cursor``); ephemeral ones are ignored.
+
+        Raises ``ProtocolError`` ``invalid_cursor`` for a cursor not delivered.
+        """
+        stream_id = getattr(notification, "stream_id", None)
+        cursor = getattr(notification, "cursor", None)
+        if isinstance(stream_id, str) and isinstance(cursor, int):
+            self._client.ack_cursor(stream_id, cursor)
+
+    async def resume(self, stream_id: str, *, cursor: int | None = None) -> int:
+        """Resume ``stream_id`` from its checkpoint (or ``cursor``) page by page; returns the events the pages held.
+
+        Each page is a ``stream/resume`` request whose result goes through
+        ``Client.receive_replay`` (duplicate and gap checks); the events
+        arrive on :meth:`notifications`.  Raises ``ProtocolError``
+        (``replay_gap`` when the Agent no longer retains the checkpoint).
+        """
+        if cursor is None:
+            cursor = self.checkpoints()["streams"].get(stream_id, 0)
+        total = 0
+        while True:
+            result = await self.request(
+                "stream/resume", {"stream_id": stream_id, "cursor": cursor}
+            )
+            self._client.receive_replay(
+                result
+            )  # a no-op when receive() already ingested the page
+            total += len(result.events)
+            await self._deliver_drained()
+            if not result.has_more:
+                return total
+            cursor = result.cursor
+
+    async def _deliver_drained(self) -> None:
+        for notification in self._client.drain():
+            await self._notifications.put(notification)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def _read(self, ws: ClientConnection) -> None:
+        logger = self._owner._logger
+        try:
+            async for message in ws:
+                if not isinstance(message, str):
+                    await ws.close(CloseCode.UNSUPPORTED_DATA, "text frames only")
+                    break
+                try:
+                    effects = self._client.receive(message)
+                except core.ProtocolError as exc:
+                    if exc.code == core.ErrorCode.LIMIT_EXCEEDED:
+                        # A state event cannot be buffered and must not be dropped.
+                        logger.warning("closing connection: %s", exc)
+                        await ws.close(
+                            CloseCode.POLICY_VIOLATION, "notification buffer full"
+                        )
+                        break
+                    logger.debug("ignored peer input: %s", exc.code)
+                    continue
+                for effect in effects:
+                    await self._dispatch(effect)
+                await self._deliver_drained()
+        except ConnectionClosed:
+            pass
+        finally:
+            self.close_code = ws.close_code
+            self.close_reason = ws.close_reason
+            self._settle(self._client.disconnect())
+            self._lost.set()
+
+    async def _dispatch(self, effect: Any) -> None:
+        if isinstance(effect, core.ResponseReceived):
+            future = self._waiting.get(effect.request.id)
+            if future is not None and not future.done():
+                future.set_result(effect.result)
+        elif isinstance(effect, core.ErrorReceived):
+            self._settle([effect])
+        elif isinstance(effect, core.NotificationReceived):
+            await self._notifications.put(effect.notification)
+        elif isinstance(effect, core.RequestReceived):
+            callback = self._owner._on_request
+            if callback is None:
+                await self._send(
+                    self._client.reply_error(
+                        effect.request,
+                        core.ProtocolError(
+                            core.ErrorCode.UNSUPPORTED, "this client takes no requests"
+                        ),
+                    )
+                )
+                return
+            # Run apart from the reader: a callback that waits for a human
+            # must not stop responses and notifications from arriving.
+            task = asyncio.create_task(self._call_back(callback, effect.request))
+            self._callbacks.add(task)
+            task.add_done_callback(self._callbacks.discard)
+        elif isinstance(effect, core.SendMessage):
+            await self._send(effect.message)
+
+    async def _call_back(
+        self, callback: Callable[[Any], Awaitable[None] | None], request: Any
+    ) -> None:
+        try:
+            outcome = callback(request)
+            if isinstance(outcome, Awaitable):
+                await outcome
+        except (
+            Exception
+        ) as exc:  # the request stays pending; the caller may still reply
+            self._owner._logger.error(
+                "on_request callback raised %s", type(exc).__name__
+            )
+
+    def _settle(self, effects: Collection[Any]) -> None:
+        for effect in effects:
+            if isinstance(effect, core.ErrorReceived):
+                future = self._waiting.get(effect.request.id)
+                if future is not None and not future.done():
+                    future.set_exception(effect.error)
+
+    async def _tick(self) -> None:
+        interval = self._owner._tick
+        while not self._lost.is_set():
+            await asyncio.sleep(interval)
+            with contextlib.suppress(Exception):
+                self._settle(self._client.expire(time.monotonic()))
+
+    # -- ending and reconnecting --------------------------------------------------------------
+
+    async def _drop(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                await ws.close()
+        for task in (self._reader, self._ticker):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        self._reader = self._ticker = None
+        if self._client.state.value != "disconnected":
+            self._settle(self._client.disconnect())
+        self._lost.set()
+
+    def abort(self) -> None:
+        """Cut the TCP connection without a close handshake (simulates a network failure; for tests and demos)."""
+        if self._ws is not None:
+            self._ws.transport.abort()
+
+    async def reconnect(self) -> Any:
+        """Open a new socket (authenticating again), ``Client.reconnect()``, initialize again.
+
+        Returns the new initialize result.  Uncertain commands and stream
+        checkpoints are kept; nothing is re-sent.  Raises
+        ``HandshakeRejected``, ``OSError``, ``ProtocolError``.
+        """
+        await self._drop()
+        self._client.reconnect()
+        await self._open()
+        return self.initialize_result
+
+    async def aclose(self) -> None:
+        """Close the socket (1000) and end :meth:`notifications`."""
+        if self._closing:
+            return
+        self._closing = True
+        await self._drop()
+        with contextlib.suppress(asyncio.QueueFull):
+            self._notifications.put_nowait(_CLOSED)
+
+
+class connect:  # noqa: N801 - used like a function: ``async with connect(...) as session``
+    """Open a client session: ``async with connect(url, token=..., capabilities=[...]) as session``.
+
+    Connects, authenticates with ``Authorization: Bearer <token>`` in the
+    handshake, and initializes.  Every argument is documented in the package
+    README with its default.  Raises ``TypeError`` / ``ValueError`` naming the
+    argument (at construction), ``HandshakeRejected`` (HTTP refusal, any
+    redirect), ``OSError``, ``TimeoutError`` and ``ProtocolError`` (at
+    ``__aenter__``).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | Secret,
+        capabilities: Collection[str],
+        required_capabilities: Collection[str] = (),
+        on_request: Callable[[Any], Awaitable[None] | None] | None = None,
+        host_id: str | None = None,
+        checkpoints: Mapping[str, Any] | None = None,
+        ssl: ssl_module.SSLContext | None = None,
+        allow_insecure_non_loopback: bool = False,
+        origin: str | None = None,
+        open_timeout: float = 10.0,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+        close_timeout: float = 10.0,
+        max_message_bytes: int = 1_048_576,
+        max_inbound_frames: int = 16,
+        max_notifications: int = DEFAULT_MAX_NOTIFICATIONS,
+        write_limit: int = 65_536,
+        send_timeout: float = 30.0,
+        tick: float = 1.0,
+        client_options: Mapping[str, Any] | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self._allow_insecure = check_bool(
+            "allow_insecure_non_loopback", allow_insecure_non_loopback
+        )
+        self._url = check_url(url, allow_insecure_non_loopback=self._allow_insecure)
+        try:
+            self._token = Secret(token)
+        except TypeError:
+            raise TypeError("token must be a str") from None
+        except ValueError as exc:
+            raise ValueError(str(exc)) from None
+        if isinstance(capabilities, str) or not all(
+            isinstance(c, str) for c in capabilities
+        ):
+            raise TypeError("capabilities must be a collection of str")
+        self._capabilities = tuple(capabilities)
+        if isinstance(required_capabilities, str) or not all(
+            isinstance(c, str) for c in required_capabilities
+        ):
+            raise TypeError("required_capabilities must be a collection of str")
+        self._required = tuple(required_capabilities)
+        self._on_request = (
+            None if on_request is None else check_callable("on_request", on_request)
+        )
+        self._host_id = host_id
+        self._checkpoints = checkpoints
+        self._ssl = check_ssl("ssl", ssl)
+        secure = self._url.startswith("wss:")
+        if self._ssl is not None and not secure:
+            raise ValueError("ssl is given but url is not wss://")
+        if secure and self._ssl is None:
+            # Peer certificate and host name verified (CERT_REQUIRED, check_hostname).
+            self._ssl = ssl_module.create_default_context()
+        if origin is not None and not isinstance(origin, str):
+            raise TypeError("origin must be a str or None")
+        self._origin = origin
+        self._open_timeout = check_seconds("open_timeout", open_timeout)
+        self._ping_interval = check_optional_seconds("ping_interval", ping_interval)
+        self._ping_timeout = check_optional_seconds("ping_timeout", ping_timeout)
+        self._close_timeout = check_seconds("close_timeout", close_timeout)
+        self._max_message_bytes = check_int(
+            "max_message_bytes", max_message_bytes, minimum=1
+        )
+        self._max_inbound_frames = check_int(
+            "max_inbound_frames", max_inbound_frames, minimum=1
+        )
+        self._max_notifications = check_int(
+            "max_notifications", max_notifications, minimum=1
+        )
+        self._write_limit = check_int("write_limit", write_limit, minimum=1)
+        self._send_timeout = check_seconds("send_timeout", send_timeout)
+        self._tick = check_seconds("tick", tick)
+        if client_options is not None and not isinstance(client_options, Mapping):
+            raise TypeError(
+                "client_options must be a mapping of core Client keyword arguments"
+            )
+        self._client_options = dict(client_options or {})
+        if logger is not None and not isinstance(logger, logging.Logger):
+            raise TypeError("logger must be a logging.Logger")
+        self._logger = RedactingLogger(
+            logger or logging.getLogger("websockets.client"), (self._token.reveal(),)
+        )
+        # Fail now, not at __aenter__, on bad core options.
+        self._make_client()
+        self._session: Session | None = None
+
+    def __repr__(self) -> str:
+        return f"connect(url={self._url!r}, token={self._token!r})"
+
+    def _make_client(self) -> Any:
+        return core.Client(
+            capabilities=self._capabilities,
+            required_capabilities=self._required,
+            host_id=self._host_id,
+            checkpoints=self._checkpoints,
+            max_message_bytes=self._max_message_bytes,
+            **self._client_options,
+        )
+
+    async def __aenter__(self) -> Session:
+        session = Session(self)
+        await session._open()
+        self._session = session
+        return session
+
+    async def __aexit__(self, *exc: object) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.aclose()

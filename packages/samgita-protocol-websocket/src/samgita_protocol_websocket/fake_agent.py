@@ -1,0 +1,497 @@
+"""A deterministic fake Agent behind a real listener, for tests, demos and users' integration tests.
+
+:class:`FakeAgent` is a core ``Handler`` implementing all five capability
+groups.  Its state (:class:`AgentState`: events, threads, turns, one
+``Replay`` log per turn) is shared by every connection a listener accepts,
+so a client that reconnects finds its events, threads and streams again.
+
+A ``turn/start`` answers at once (``in_progress``) and then streams, in the
+background, on stream ``"<turn_id>"``: an item of ``message_deltas`` deltas,
+a server-initiated ``approval/request`` (the turn waits for the decision;
+nothing is approved by the Agent), an item reporting the decision, a second
+item of ``message_deltas`` deltas, and ``turn/completed``.  Every item event
+is appended to the turn's ``Replay`` (which assigns the cursor) before it is
+sent, so ``stream/resume`` serves whatever a disconnected client missed; the
+turn keeps running while no client is connected.  ``turn/interrupt`` stops
+it (``turn/completed`` with ``interrupted``).
+
+Run it: ``samgita-fake-agent --host 127.0.0.1 --port PORT --token-file FILE``
+or ``python -m samgita_protocol_websocket.fake_agent ...``.  It prints the
+bound URL on stdout and exits 0 on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+import msgspec
+import samgita_protocol as core
+
+from ._auth import ConnectionInfo
+from ._listener import serve
+from ._server_loop import AgentConnection
+
+__all__ = ["AgentState", "FakeAgent", "main"]
+
+GROUPS = (
+    "project_events.v1",
+    "sessions.v1",
+    "streaming.v1",
+    "approvals.v1",
+    "cancellation.v1",
+)
+
+
+def _ts(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class _Turn:
+    turn: Any
+    replay: Any
+    subscribers: set[AgentConnection] = field(default_factory=set)
+    task: asyncio.Task[None] | None = None
+    approval: asyncio.Future[str] | None = None
+    interrupted: bool = False
+
+
+@dataclass
+class AgentState:
+    """State shared by every connection of one fake Agent (events, threads, turns, replay logs).
+
+    ``message_deltas`` deltas per message item, ``delta_interval`` seconds
+    between streamed events (``0`` streams as fast as the socket allows),
+    ``approval_timeout`` seconds an approval may take.
+    """
+
+    message_deltas: int = 8
+    delta_interval: float = 0.01
+    approval_timeout: float = 30.0
+    host_id: str = "fake-agent"
+    events: dict[str, Any] = field(default_factory=dict)
+    reports: dict[str, Any] = field(default_factory=dict)
+    threads: dict[str, Any] = field(default_factory=dict)
+    turns: dict[str, _Turn] = field(default_factory=dict)
+    approvals: dict[str, str] = field(default_factory=dict)
+    counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def next_id(self, prefix: str) -> str:
+        return f"{prefix}-{next(self.counter)}"
+
+
+class FakeAgent(core.Handler):
+    """The Handler for one connection; ``FakeAgent.factory(state)`` is a ``handler_factory`` for ``serve``."""
+
+    methods = frozenset().union(*(core.request_methods(g) for g in GROUPS))
+    capabilities = GROUPS
+
+    def __init__(self, state: AgentState, connection: AgentConnection) -> None:
+        self.state = state
+        self.connection = connection
+
+    @classmethod
+    def factory(cls, state: AgentState) -> Callable[[ConnectionInfo], FakeAgent]:
+        """A ``handler_factory`` giving every connection a FakeAgent over ``state``."""
+        return lambda info: cls(state, info.connection)
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def handle_request(
+        self, method: str, params: Any, context: core.RequestContext
+    ) -> Any:
+        return getattr(self, "_" + method.replace("/", "_").replace(".", "_"))(
+            params, context
+        )
+
+    def _project_event_receive(self, params: Any, context: Any) -> Any:
+        event = params.event
+        known = self.state.events.get(event.event_id)
+        if known is not None:
+            original = msgspec.structs.replace(
+                known, delivery_attempt_id=event.delivery_attempt_id
+            )
+            if original != event:
+                raise core.ProtocolError(
+                    core.ErrorCode.CONFLICT,
+                    "changed content under an existing event_id",
+                    data={"event_id": event.event_id},
+                )
+        else:
+            self.state.events[event.event_id] = event
+        return core.EventReceiveResult(
+            event_id=event.event_id,
+            delivery_attempt_id=event.delivery_attempt_id,
+            acceptance="received",
+            processing_status="completed"
+            if event.event_id in self.state.reports
+            else "pending",
+        )
+
+    def _known_event(self, event_id: str) -> None:
+        if event_id not in self.state.events:
+            raise core.ProtocolError(
+                core.ErrorCode.NOT_FOUND, "unknown event", data={"event_id": event_id}
+            )
+
+    def _project_event_status(self, params: Any, context: Any) -> Any:
+        self._known_event(params.event_id)
+        report = self.state.reports.get(params.event_id)
+        return core.EventStatusResult(
+            event_id=params.event_id,
+            acceptance="received",
+            processing_status=report.outcome if report is not None else "pending",
+        )
+
+    def _project_event_report(self, params: Any, context: Any) -> Any:
+        self._known_event(params.event_id)
+        self.state.reports[params.event_id] = params
+        return core.EventReportResult(
+            event_id=params.event_id,
+            report_status="recorded",
+            management_acceptance="not_requested",
+        )
+
+    def _thread(self, thread_id: str) -> Any:
+        thread = self.state.threads.get(thread_id)
+        if thread is None:
+            raise core.ProtocolError(
+                core.ErrorCode.NOT_FOUND,
+                "unknown thread",
+                data={"thread_id": thread_id},
+            )
+        return thread
+
+    def _thread_start(self, params: Any, context: Any) -> Any:
+        thread = core.Thread(
+            thread_id=self.state.next_id("thr"),
+            status="active",
+            created_at=_ts(datetime.now(UTC)),
+        )
+        self.state.threads[thread.thread_id] = thread
+        context.notify("thread/started", core.ThreadStartedParams(thread=thread))
+        return core.ThreadStartResult(thread=thread)
+
+    def _thread_read(self, params: Any, context: Any) -> Any:
+        thread = self._thread(params.thread_id)
+        turns = [
+            t.turn
+            for t in self.state.turns.values()
+            if t.turn.thread_id == thread.thread_id
+        ]
+        return core.ThreadReadResult(thread=thread, turns=turns[-256:])
+
+    def _thread_resume(self, params: Any, context: Any) -> Any:
+        return core.ThreadResumeResult(thread=self._thread(params.thread_id))
+
+    def _turn_start(self, params: Any, context: Any) -> Any:
+        thread = self._thread(params.thread_id)
+        turn_id = self.state.next_id("turn")
+        turn = core.Turn(
+            turn_id=turn_id, thread_id=thread.thread_id, status="in_progress"
+        )
+        entry = _Turn(
+            turn=turn, replay=core.Replay(turn_id), subscribers={self.connection}
+        )
+        self.state.turns[turn_id] = entry
+        context.notify("turn/started", core.TurnStartedParams(turn=turn))
+        entry.task = asyncio.get_running_loop().create_task(self._stream(entry))
+        return core.TurnStartResult(turn=turn)
+
+    def _turn_entry(self, thread_id: str, turn_id: str) -> _Turn:
+        entry = self.state.turns.get(turn_id)
+        if entry is None or entry.turn.thread_id != thread_id:
+            raise core.ProtocolError(
+                core.ErrorCode.NOT_FOUND, "unknown turn", data={"turn_id": turn_id}
+            )
+        return entry
+
+    def _turn_steer(self, params: Any, context: Any) -> Any:
+        return core.TurnSteerResult(
+            turn=self._turn_entry(params.thread_id, params.turn_id).turn
+        )
+
+    def _turn_interrupt(self, params: Any, context: Any) -> Any:
+        entry = self._turn_entry(params.thread_id, params.turn_id)
+        status: Literal["requested", "already_finished"]
+        if entry.turn.status != "in_progress":
+            status = "already_finished"
+        else:
+            entry.interrupted = True
+            if entry.approval is not None and not entry.approval.done():
+                entry.approval.set_result("interrupted")
+            status = "requested"
+        return core.TurnInterruptResult(
+            thread_id=params.thread_id, turn_id=params.turn_id, interrupt_status=status
+        )
+
+    def _stream_resume(self, params: Any, context: Any) -> Any:
+        entry = self.state.turns.get(params.stream_id)
+        if entry is None:
+            raise core.ProtocolError(
+                core.ErrorCode.NOT_FOUND,
+                "unknown stream",
+                data={"stream_id": params.stream_id},
+            )
+        page = entry.replay.page(params.cursor)
+        if not page.has_more:
+            # Events appended from now on go to this connection live, after this page.
+            entry.subscribers.add(self.connection)
+        return page
+
+    def _approval_request(self, params: Any, context: Any) -> Any:
+        # The host asks the Agent to approve something: this fake never approves.
+        return core.ApprovalRequestResult(
+            approval_id=params.approval_id,
+            action=params.action,
+            decision="deny",
+            reason="the fake agent never approves",
+        )
+
+    def _request_cancel(self, params: Any, context: Any) -> Any:
+        # Every request of this Agent is answered before the next is read.
+        return core.CancelResult(
+            request_id=params.request_id, cancel_status="already_finished"
+        )
+
+    # -- responses to our approval requests -------------------------------------------------------
+
+    def handle_response(self, request: Any, outcome: Any) -> None:
+        approval_id = request.params.approval_id
+        for entry in self.state.turns.values():
+            if (
+                entry.approval is not None
+                and getattr(entry, "approval_id", None) == approval_id
+            ):
+                if not entry.approval.done():
+                    if isinstance(outcome, core.ProtocolError):
+                        entry.approval.set_result("error:" + str(outcome.code))
+                    else:
+                        entry.approval.set_result(outcome.decision)
+
+    # -- the streamed turn -----------------------------------------------------------------------
+
+    async def _emit(self, entry: _Turn, method: str, params: Any) -> None:
+        notification = entry.replay.append(
+            core.Notification(method=method, params=params)
+        )
+        for conn in list(entry.subscribers):
+            if conn.closed:
+                entry.subscribers.discard(conn)
+                continue
+            try:
+                await conn.send_message(notification)
+            except (ConnectionError, core.ProtocolError):
+                entry.subscribers.discard(conn)
+
+    async def _pause(self) -> None:
+        await asyncio.sleep(self.state.delta_interval)
+
+    async def _message_item(self, entry: _Turn, item_id: str, words: str) -> None:
+        t = entry.turn
+        await self._emit(
+            entry,
+            "item/started",
+            core.ItemStartedParams(
+                thread_id=t.thread_id,
+                turn_id=t.turn_id,
+                item=core.Item(item_id=item_id, type="message"),
+            ),
+        )
+        text = ""
+        for n in range(self.state.message_deltas):
+            if entry.interrupted:
+                return
+            delta = f"{words} {n + 1}. "
+            text += delta
+            await self._pause()
+            await self._emit(
+                entry,
+                "item/delta",
+                core.ItemDeltaParams(
+                    thread_id=t.thread_id,
+                    turn_id=t.turn_id,
+                    item_id=item_id,
+                    delta=delta,
+                ),
+            )
+        await self._emit(
+            entry,
+            "item/completed",
+            core.ItemCompletedParams(
+                thread_id=t.thread_id,
+                turn_id=t.turn_id,
+                item=core.Item(
+                    item_id=item_id, type="message", text=text, status="completed"
+                ),
+            ),
+        )
+
+    async def _stream(self, entry: _Turn) -> None:
+        t = entry.turn
+        status = "completed"
+        try:
+            await self._message_item(entry, f"{t.turn_id}-item-1", "thinking")
+            decision = "interrupted"
+            if not entry.interrupted:
+                decision = await self._ask_approval(entry)
+            if not entry.interrupted:
+                item = core.Item(
+                    item_id=f"{t.turn_id}-item-2",
+                    type="tool_call",
+                    text=f"write_file: {'ran' if decision == 'approve' else 'skipped (' + decision + ')'}",
+                    status="completed" if decision == "approve" else "failed",
+                )
+                await self._emit(
+                    entry,
+                    "item/completed",
+                    core.ItemCompletedParams(
+                        thread_id=t.thread_id, turn_id=t.turn_id, item=item
+                    ),
+                )
+                await self._message_item(entry, f"{t.turn_id}-item-3", "answer")
+            if entry.interrupted:
+                status = "interrupted"
+        except Exception:
+            status = "failed"
+        entry.turn = msgspec.structs.replace(t, status=status)
+        # Part of the stream too, so a client that was away learns the end on resume.
+        with contextlib.suppress(Exception):
+            await self._emit(
+                entry, "turn/completed", core.TurnCompletedParams(turn=entry.turn)
+            )
+
+    async def _ask_approval(self, entry: _Turn) -> str:
+        loop = asyncio.get_running_loop()
+        approval_id = self.state.next_id("approval")
+        entry.approval = loop.create_future()
+        entry.approval_id = approval_id  # type: ignore[attr-defined]
+        deadline = datetime.now(UTC) + timedelta(seconds=self.state.approval_timeout)
+        params = core.ApprovalRequestParams(
+            approval_id=approval_id,
+            action=core.Action(
+                kind="write_file", description="write notes.txt in the workspace"
+            ),
+            deadline=_ts(deadline),
+            thread_id=entry.turn.thread_id,
+            turn_id=entry.turn.turn_id,
+        )
+        asked = False
+        while not asked:
+            for conn in list(entry.subscribers):
+                if conn.closed:
+                    continue
+                try:
+                    await conn.request("approval/request", params)
+                    asked = True
+                    break
+                except (ConnectionError, core.ProtocolError):
+                    continue
+            if not asked:
+                await asyncio.sleep(0.05)  # no client connected: wait for one to resume
+                if entry.interrupted:
+                    return "interrupted"
+        try:
+            async with asyncio.timeout(self.state.approval_timeout):
+                decision = await entry.approval
+        except TimeoutError:
+            decision = "expired"
+        self.state.approvals[approval_id] = decision
+        return decision
+
+
+async def run(
+    host: str,
+    port: int,
+    token: str,
+    *,
+    ready: Callable[[str], None] | None = None,
+    **state: Any,
+) -> None:
+    """Serve a FakeAgent until SIGINT/SIGTERM (or cancellation)."""
+    agent_state = AgentState(**state)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    async with serve(
+        FakeAgent.factory(agent_state),
+        host=host,
+        port=port,
+        token=token,
+        host_id=agent_state.host_id,
+    ) as listener:
+        if ready is not None:
+            ready(listener.url)
+        await stop.wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point ``samgita-fake-agent``; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="samgita-fake-agent",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; loopback only)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="port (default 0: any free port)"
+    )
+    parser.add_argument(
+        "--token-file", required=True, help="file whose first line is the bearer token"
+    )
+    parser.add_argument(
+        "--deltas", type=int, default=8, help="deltas per message item (default 8)"
+    )
+    parser.add_argument(
+        "--delta-interval",
+        type=float,
+        default=0.01,
+        help="seconds between streamed events (default 0.01)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        with open(args.token_file, encoding="utf-8") as f:
+            token = f.readline().strip()
+    except OSError as exc:
+        print(
+            f"samgita-fake-agent: cannot read --token-file: {exc.strerror}",
+            file=sys.stderr,
+        )
+        return 2
+
+    def ready(url: str) -> None:
+        print(url, flush=True)
+
+    try:
+        asyncio.run(
+            run(
+                args.host,
+                args.port,
+                token,
+                ready=ready,
+                message_deltas=args.deltas,
+                delta_interval=args.delta_interval,
+            )
+        )
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"samgita-fake-agent: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

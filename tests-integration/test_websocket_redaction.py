@@ -1,0 +1,125 @@
+"""Redaction: with DEBUG logging on everywhere, the token appears in no log record, repr, error or traceback.
+
+``websockets`` logs every handshake header at DEBUG; this package hands it a
+redacting logger.  The test drives a successful session, refused handshakes
+(wrong token, token in the query string, credentials in the URL) and
+collects every record of every logger, the reprs of every public object and
+the text and traceback of every error, then greps all of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import traceback
+from typing import Any
+
+import pytest
+from samgita_protocol_websocket import HandshakeRejected, Secret, connect, serve
+from samgita_protocol_websocket.fake_agent import AgentState, FakeAgent
+
+TOKEN = "redact-me-9c2b7e1f04a6"
+WRONG = "wrong-secret-55aa77cc"
+GROUPS = [
+    "project_events.v1",
+    "sessions.v1",
+    "streaming.v1",
+    "approvals.v1",
+    "cancellation.v1",
+]
+
+
+class Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.texts: list[str] = []
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.texts.append(self.format(record))
+        self.texts.append(repr(record.args))
+        self.texts.append(repr(record.__dict__))
+
+
+def _raw_query_token(port: int) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(
+            f"GET /app-server?access_token={TOKEN} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode()
+        )
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+
+def test_token_never_appears(caplog: pytest.LogCaptureFixture) -> None:
+    capture = Capture()
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(capture)
+    root.setLevel(logging.DEBUG)
+    texts: list[str] = []
+
+    def grab(exc: BaseException) -> None:
+        texts.extend([str(exc), repr(exc), "".join(traceback.format_exception(exc))])
+
+    async def main() -> None:
+        state = AgentState(message_deltas=2, delta_interval=0.0)
+        infos: list[Any] = []
+
+        def factory(info: Any) -> Any:
+            infos.append(info)
+            return FakeAgent.factory(state)(info)
+
+        ctx = serve(factory, host="127.0.0.1", token=TOKEN)
+        texts.append(repr(ctx))
+        async with ctx as listener:
+            texts.append(repr(listener))
+            client_ctx = connect(listener.url, token=TOKEN, capabilities=GROUPS)
+            texts.append(repr(client_ctx))
+            async with client_ctx as s:
+                texts.extend([repr(s), repr(s.client), repr(s.initialize_result)])
+                await s.request("thread/start", {}, command_id="c1")
+            texts.extend(repr(i) for i in infos)
+            texts.extend(repr(i.headers) for i in infos)
+            try:
+                async with connect(listener.url, token=WRONG, capabilities=GROUPS):
+                    pass
+            except HandshakeRejected as exc:
+                grab(exc)
+            for bad in (
+                listener.url.replace("ws://", f"ws://user:{TOKEN}@"),
+                listener.url + f"?token={TOKEN}",
+            ):
+                try:
+                    connect(bad, token=TOKEN, capabilities=GROUPS)
+                except ValueError as exc:
+                    grab(exc)
+            texts.append(
+                (await asyncio.to_thread(_raw_query_token, listener.port)).decode(
+                    "latin-1"
+                )
+            )
+
+    try:
+        asyncio.run(main())
+    finally:
+        root.removeHandler(capture)
+        root.setLevel(old_level)
+    texts.append(repr(Secret(TOKEN)))
+    texts.append(f"{Secret(TOKEN)}")
+    everything = "\n".join(
+        texts + capture.texts + [r.getMessage() for r in caplog.records]
+    )
+    assert (
+        "Authorization" in everything or "authorization" in everything
+    )  # the headers were logged ...
+    assert "connection open" in everything  # ... and DEBUG/INFO records were captured
+    assert TOKEN not in everything
+    assert WRONG not in everything
