@@ -29,10 +29,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# name -> (directory, import name); the consumer example is checked like a package.
 PACKAGES = {
-    "samgita-protocol": "samgita_protocol",
-    "samgita-protocol-websocket": "samgita_protocol_websocket",
-    "samgita-protocol-codex": "samgita_protocol_codex",
+    "samgita-protocol": ("packages/samgita-protocol", "samgita_protocol"),
+    "samgita-protocol-websocket": (
+        "packages/samgita-protocol-websocket",
+        "samgita_protocol_websocket",
+    ),
+    "samgita-protocol-codex": (
+        "packages/samgita-protocol-codex",
+        "samgita_protocol_codex",
+    ),
+    "samgita-protocol-consumer-example": (
+        "packages/samgita-protocol/examples/consumer",
+        "samgita_protocol_consumer_example",
+    ),
 }
 STEPS = ("lint", "types", "pytest", "integration", "standalone")
 
@@ -56,8 +67,8 @@ def plan(only: set[str], packages: list[str]) -> list[Step]:
     py = sys.executable
     steps: list[Step] = []
     for dist in packages:
-        pkg = ROOT / "packages" / dist
-        mod = PACKAGES[dist]
+        path, mod = PACKAGES[dist]
+        pkg = ROOT / path
         if "lint" in only:
             steps.append(
                 Step(f"{dist}: ruff check", [py, "-m", "ruff", "check", "."], pkg)

@@ -1,0 +1,549 @@
+#!/usr/bin/env python3
+"""Prove each package builds, installs and passes its tests outside the repo.
+
+Stdlib only. For each distribution (the core, the websocket and codex
+siblings, and the core's examples/consumer project), in a temporary
+directory outside the repository:
+
+1. copy that package's directory alone (symlinks dereferenced, caches left
+   out) and build its sdist there with hatch;
+2. unpack the sdist and build the wheel from the unpacked sdist (so the sdist
+   is complete), and check what both contain (the core: its fixtures, the
+   manifest and the JSON Schema artifact as package data);
+3. create a fresh virtual environment; install the wheel's third-party
+   requirements and the package's ``test`` dependency group from the index,
+   then the wheel itself with ``--no-index --find-links <fresh wheels>`` (our
+   own names never come from an index; a sibling gets the core wheel just
+   built);
+4. check the installed metadata (Name, Version, Requires-Dist against the
+   pyproject.toml of the sdist) and that every samgita distribution in the
+   environment was installed from the fresh wheels;
+5. copy ``tests/`` and ``pyproject.toml`` (pytest's configuration) out of the
+   unpacked sdist into an empty directory and run pytest there, so the tests
+   import the installed wheel, never a source tree.
+
+Then it installs ``samgita-protocol[websocket]`` and
+``samgita-protocol[codex]`` from the fresh wheels alone, checks the extras
+pulled the siblings, and imports each.
+
+    python tools/verify_standalone.py [--hatch PATH] [--keep] [--only NAME ...]
+
+hatch is taken from --hatch, $HATCH, or PATH (tools/test provides the pinned
+one). The pip cache is shared by every step (pip's default, or
+$PIP_CACHE_DIR). Exits 1 if anything failed, with a summary at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import email.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import tomllib
+import venv
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Package:
+    dist: str
+    path: str
+    module: str
+    # Files (relative to the unpacked sdist / inside the wheel) that must ship.
+    sdist_files: tuple[str, ...] = ()
+    wheel_files: tuple[str, ...] = ()
+
+
+PACKAGES = (
+    Package(
+        "samgita-protocol",
+        "packages/samgita-protocol",
+        "samgita_protocol",
+        sdist_files=(
+            "tests/schemas/1.0/protocol.schema.json",
+            "tests/schemas/1.0/manifest.json",
+            "src/samgita_protocol/protocol.schema.json",
+            "src/samgita_protocol/py.typed",
+        ),
+        wheel_files=(
+            "samgita_protocol/protocol.schema.json",
+            "samgita_protocol/py.typed",
+        ),
+    ),
+    Package(
+        "samgita-protocol-websocket",
+        "packages/samgita-protocol-websocket",
+        "samgita_protocol_websocket",
+        wheel_files=("samgita_protocol_websocket/py.typed",),
+    ),
+    Package(
+        "samgita-protocol-codex",
+        "packages/samgita-protocol-codex",
+        "samgita_protocol_codex",
+        wheel_files=("samgita_protocol_codex/py.typed",),
+    ),
+    Package(
+        "samgita-protocol-consumer-example",
+        "packages/samgita-protocol/examples/consumer",
+        "samgita_protocol_consumer_example",
+    ),
+)
+EXTRAS = {"websocket": "samgita_protocol_websocket", "codex": "samgita_protocol_codex"}
+OURS = re.compile(r"^samgita[-_.]protocol", re.IGNORECASE)
+IGNORED = shutil.ignore_patterns(
+    "__pycache__",
+    "*.pyc",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "dist",
+    "build",
+    "*.egg-info",
+    ".venv",
+    "node_modules",
+)
+SUMMARY = re.compile(r"^=+ .*\d+ (passed|failed|errors?).* =+$")
+
+
+class Failure(Exception):
+    pass
+
+
+@dataclass
+class Report:
+    results: list[tuple[str, bool, str]] = field(default_factory=list)
+
+    def ok(self, what: str, detail: str = "") -> None:
+        self.results.append((what, True, detail))
+        print(f"   ok: {what} {detail}".rstrip(), flush=True)
+
+    def fail(self, what: str, detail: str) -> None:
+        self.results.append((what, False, detail))
+        print(f"   FAILED: {what}: {detail}", flush=True)
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    """Run a command, echoing it; raise Failure with its output tail on error."""
+    print(f"   $ {' '.join(argv)}", flush=True)
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
+    )
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-40:]
+        raise Failure(
+            f"exit {proc.returncode} from {argv[0]} {argv[1] if len(argv) > 1 else ''}:\n      "
+            + "\n      ".join(tail)
+        )
+    return proc.stdout
+
+
+def only_file(directory: Path, pattern: str) -> Path:
+    found = sorted(directory.glob(pattern))
+    if len(found) != 1:
+        raise Failure(
+            f"expected one {pattern} in {directory}, found {[p.name for p in found]}"
+        )
+    return found[0]
+
+
+def normalize_requirement(req: str) -> tuple[str, frozenset[str], str]:
+    """'a>=1,<2; extra == "x"' -> ('a', {'>=1', '<2'}, 'extra=="x"'), loosely."""
+    text, _, marker = req.partition(";")
+    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)", text)
+    if not m:
+        raise Failure(f"cannot parse requirement {req!r}")
+    name = re.sub(r"[-_.]+", "-", m.group(1)).lower() + (m.group(2) or "").replace(
+        " ", ""
+    )
+    specs = frozenset(
+        s.strip().replace(" ", "")
+        for s in m.group(3).strip("()").split(",")
+        if s.strip()
+    )
+    marker = re.sub(r"\s+", "", marker).replace("'", '"')
+    return name, specs, marker
+
+
+def declared_requirements(
+    pyproject: dict[str, object],
+) -> set[tuple[str, frozenset[str], str]]:
+    project = pyproject["project"]
+    assert isinstance(project, dict)
+    out = {normalize_requirement(r) for r in project.get("dependencies", [])}
+    for extra, reqs in project.get("optional-dependencies", {}).items():
+        for r in reqs:
+            name, specs, marker = normalize_requirement(r)
+            extra_marker = f'extra=="{extra}"'
+            out.add(
+                (
+                    name,
+                    specs,
+                    f"({marker})and{extra_marker}" if marker else extra_marker,
+                )
+            )
+    return out
+
+
+def wheel_metadata(wheel: Path) -> email.message.Message:
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        return email.parser.Parser().parsestr(zf.read(name).decode("utf-8"))
+
+
+def third_party_requirements(wheels: list[Path]) -> list[str]:
+    """Requirements (without extras markers) of the wheels that are not ours."""
+    reqs: list[str] = []
+    for wheel in wheels:
+        for req in wheel_metadata(wheel).get_all("Requires-Dist") or []:
+            if "extra ==" in req or OURS.match(req):
+                continue
+            reqs.append(req)
+    return sorted(set(reqs))
+
+
+class Verifier:
+    def __init__(self, tmp: Path, hatch: str, report: Report) -> None:
+        self.tmp = tmp
+        self.hatch = hatch
+        self.report = report
+        self.wheelhouse = tmp / "wheels"
+        self.wheelhouse.mkdir()
+        self.built: dict[str, Path] = {}
+        self.unpacked: dict[str, Path] = {}
+        self.env = dict(os.environ)
+        for var in (
+            "PYTHONPATH",
+            "VIRTUAL_ENV",
+            "PYTHONHOME",
+            "PIP_REQUIRE_VIRTUALENV",
+        ):
+            self.env.pop(var, None)
+        self.env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+        self.env["PYTHONDONTWRITEBYTECODE"] = "1"
+
+    # -- build ---------------------------------------------------------------
+    def build(self, pkg: Package) -> None:
+        source = ROOT / pkg.path
+        copy = self.tmp / "copies" / pkg.dist
+        shutil.copytree(source, copy, symlinks=False, ignore=IGNORED)
+        sdists = self.tmp / "sdists" / pkg.dist
+        run([self.hatch, "build", "-t", "sdist", str(sdists)], cwd=copy, env=self.env)
+        sdist = only_file(sdists, "*.tar.gz")
+        unpack_root = self.tmp / "unpacked" / pkg.dist
+        with tarfile.open(sdist) as tf:
+            tf.extractall(unpack_root, filter="data")
+        unpacked = only_file(unpack_root, "*")
+        missing = [f for f in pkg.sdist_files if not (unpacked / f).is_file()]
+        if pkg.dist == "samgita-protocol":
+            missing += self._fixture_gaps(unpacked)
+        if missing:
+            raise Failure(f"sdist lacks {missing}")
+        if not (unpacked / "tests").is_dir():
+            raise Failure("sdist has no tests/")
+        run(
+            [self.hatch, "build", "-t", "wheel", str(self.wheelhouse)],
+            cwd=unpacked,
+            env=self.env,
+        )
+        wheel = only_file(self.wheelhouse, f"{pkg.dist.replace('-', '_')}-*.whl")
+        with zipfile.ZipFile(wheel) as zf:
+            names = set(zf.namelist())
+        missing = [f for f in pkg.wheel_files if f not in names]
+        if missing:
+            raise Failure(f"wheel lacks {missing}")
+        tops = {n.split("/")[0] for n in names}
+        stray = sorted(
+            t for t in tops if t != pkg.module and not t.endswith(".dist-info")
+        )
+        if stray:
+            raise Failure(f"wheel ships more than {pkg.module}/: {stray}")
+        self.built[pkg.dist] = wheel
+        self.unpacked[pkg.dist] = unpacked
+        self.report.ok(
+            f"{pkg.dist}: sdist + wheel from a copy of {pkg.path} alone",
+            f"({wheel.name})",
+        )
+
+    @staticmethod
+    def _fixture_gaps(unpacked: Path) -> list[str]:
+        """Every canonical fixture is in the sdist, byte for byte."""
+        canonical = ROOT / "schemas" / "1.0"
+        gaps = []
+        for path in sorted(canonical.rglob("*")):
+            if path.is_file():
+                rel = path.relative_to(canonical)
+                shipped = unpacked / "tests" / "schemas" / "1.0" / rel
+                if not shipped.is_file() or shipped.read_bytes() != path.read_bytes():
+                    gaps.append(f"tests/schemas/1.0/{rel}")
+        return gaps
+
+    # -- environments ----------------------------------------------------------
+    def make_venv(self, name: str) -> Path:
+        path = self.tmp / "venvs" / name
+        venv.EnvBuilder(with_pip=True, clear=True).create(path)
+        return path / "bin" / "python"
+
+    def closure(self, dists: list[str], extras: tuple[str, ...] = ()) -> list[Path]:
+        """The fresh wheels that installing ``dists`` (with ``extras``) needs."""
+        seen: dict[str, Path] = {}
+        todo = list(dists)
+        while todo:
+            dist = todo.pop()
+            if dist in seen:
+                continue
+            if dist not in self.built:
+                raise Failure(f"{dist} is needed but was not built")
+            seen[dist] = self.built[dist]
+            for req in wheel_metadata(self.built[dist]).get_all("Requires-Dist") or []:
+                name, _, marker = normalize_requirement(req)
+                wanted_extra = any(f'extra=="{e}"' in marker for e in extras)
+                if OURS.match(name) and (not marker or wanted_extra):
+                    todo.append(name)
+        return list(seen.values())
+
+    def install(
+        self,
+        python: Path,
+        ours: list[str],
+        extra_third_party: list[str],
+        extras: tuple[str, ...] = (),
+    ) -> None:
+        bare = [re.sub(r"\[.*\]$", "", d) for d in ours]
+        third = third_party_requirements(self.closure(bare, extras))
+        wanted = sorted(set(third) | set(extra_third_party))
+        if wanted:
+            run(
+                [str(python), "-m", "pip", "install", "--quiet", *wanted],
+                cwd=self.tmp,
+                env=self.env,
+            )
+        # Our distributions: from the fresh wheels only, never an index.
+        report_file = python.parent.parent / "install-report.json"
+        run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--isolated",
+                "--no-index",
+                "--find-links",
+                str(self.wheelhouse),
+                "--report",
+                str(report_file),
+                *ours,
+            ],
+            cwd=self.tmp,
+            env=self.env,
+        )
+        installed = json.loads(report_file.read_text("utf-8"))["install"]
+        for item in installed:
+            name = item["metadata"]["name"]
+            url = item.get("download_info", {}).get("url", "")
+            if OURS.match(name) and str(self.wheelhouse) not in url:
+                raise Failure(f"{name} did not come from the fresh wheels ({url})")
+            if not OURS.match(name):
+                raise Failure(
+                    f"{name} was not installed with the third-party requirements first"
+                )
+        got = sorted(item["metadata"]["name"] for item in installed)
+        print(f"   installed from the fresh wheels: {', '.join(got)}", flush=True)
+
+    def check_metadata(self, python: Path, pkg: Package) -> None:
+        pyproject = tomllib.loads(
+            (self.unpacked[pkg.dist] / "pyproject.toml").read_text("utf-8")
+        )
+        project = pyproject["project"]
+        script = (
+            "import importlib.metadata as m, json, sys\n"
+            f"d = m.distribution({pkg.dist!r})\n"
+            "print(json.dumps({'name': d.metadata['Name'], 'version': d.version,"
+            " 'requires': d.requires or []}))\n"
+        )
+        got = json.loads(run([str(python), "-c", script], cwd=self.tmp, env=self.env))
+        if got["name"] != project["name"] or got["version"] != project["version"]:
+            raise Failure(
+                f"installed {got['name']} {got['version']}, pyproject says {project['name']} {project['version']}"
+            )
+        installed = {normalize_requirement(r) for r in got["requires"]}
+        declared = declared_requirements(pyproject)
+        if installed != declared:
+            raise Failure(
+                f"Requires-Dist {sorted(got['requires'])} differs from pyproject {sorted(map(str, declared))}"
+            )
+        self.report.ok(
+            f"{pkg.dist}: installed metadata",
+            f"({got['name']} {got['version']}, {len(installed)} requirements)",
+        )
+
+    def run_tests(self, python: Path, pkg: Package) -> None:
+        where = self.tmp / "runs" / pkg.dist
+        where.mkdir(parents=True)
+        shutil.copytree(self.unpacked[pkg.dist] / "tests", where / "tests")
+        shutil.copy2(
+            self.unpacked[pkg.dist] / "pyproject.toml", where / "pyproject.toml"
+        )
+        # The import must resolve to the installed wheel, not a source tree.
+        probe = f"import {pkg.module}, sys; print({pkg.module}.__file__)"
+        location = run([str(python), "-c", probe], cwd=where, env=self.env).strip()
+        if "site-packages" not in location or str(ROOT) in location:
+            raise Failure(
+                f"{pkg.module} imported from {location}, not the installed wheel"
+            )
+        print(
+            f"   $ {python} -m pytest -p no:cacheprovider tests   (in {where})",
+            flush=True,
+        )
+        proc = subprocess.run(
+            [str(python), "-m", "pytest", "-p", "no:cacheprovider", "tests"],
+            cwd=where,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+        )
+        lines = proc.stdout.strip().splitlines()
+        summary = next(
+            (line for line in reversed(lines) if SUMMARY.match(line.strip())), ""
+        )
+        # Echo pytest's own closing line so tools/checks.py can count it.
+        if summary:
+            print(summary, flush=True)
+        if proc.returncode != 0:
+            tail = "\n      ".join(
+                (proc.stdout + proc.stderr).strip().splitlines()[-60:]
+            )
+            raise Failure(f"pytest exit {proc.returncode}:\n      {tail}")
+        self.report.ok(
+            f"{pkg.dist}: tests from the sdist against the installed wheel",
+            f"({summary.strip('= ')})",
+        )
+
+    def verify_package(self, pkg: Package) -> None:
+        test_group = tomllib.loads(
+            (self.unpacked[pkg.dist] / "pyproject.toml").read_text("utf-8")
+        )
+        group = test_group.get("dependency-groups", {}).get("test", [])
+        python = self.make_venv(pkg.dist)
+        self.install(python, [pkg.dist], list(group))
+        self.check_metadata(python, pkg)
+        self.run_tests(python, pkg)
+
+    def verify_extra(self, extra: str, module: str) -> None:
+        python = self.make_venv(f"extra-{extra}")
+        self.install(python, [f"samgita-protocol[{extra}]"], [], extras=(extra,))
+        sibling = f"samgita-protocol-{extra}"
+        script = (
+            f"import importlib.metadata as m, samgita_protocol, {module}\n"
+            f"print(m.version({sibling!r}))\n"
+        )
+        version = run([str(python), "-c", script], cwd=self.tmp, env=self.env).strip()
+        self.report.ok(
+            f"samgita-protocol[{extra}]: pulls {sibling} {version} from the fresh wheels; import {module}"
+        )
+
+
+def find_hatch(explicit: str | None) -> str:
+    for cand in (explicit, os.environ.get("HATCH"), shutil.which("hatch")):
+        if cand and Path(cand).exists():
+            return str(Path(cand).resolve())
+    raise SystemExit(
+        "verify_standalone: hatch not found (use --hatch, $HATCH, or run via tools/test)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--hatch", help="hatch executable (default: $HATCH or PATH)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the temporary directory"
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=[p.dist for p in PACKAGES],
+        help="verify only these (their build dependencies are still built)",
+    )
+    args = parser.parse_args(argv)
+    hatch = find_hatch(args.hatch)
+
+    started = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix="samgita-standalone-")).resolve()
+    if tmp.is_relative_to(ROOT):
+        raise SystemExit(
+            f"verify_standalone: temporary directory {tmp} is inside the repository"
+        )
+    report = Report()
+    verifier = Verifier(tmp, hatch, report)
+    selected = [p for p in PACKAGES if not args.only or p.dist in args.only]
+    try:
+        # The core is always built: every other package needs its wheel.
+        for pkg in PACKAGES:
+            if pkg.dist == "samgita-protocol" or pkg in selected:
+                print(f"\n== build {pkg.dist}", flush=True)
+                try:
+                    verifier.build(pkg)
+                except Failure as e:
+                    report.fail(f"{pkg.dist}: build", str(e))
+        for pkg in selected:
+            if pkg.dist not in verifier.built:
+                continue
+            print(f"\n== install and test {pkg.dist}", flush=True)
+            try:
+                verifier.verify_package(pkg)
+            except Failure as e:
+                report.fail(f"{pkg.dist}: install/test", str(e))
+        if not args.only:
+            for extra, module in EXTRAS.items():
+                print(
+                    f"\n== samgita-protocol[{extra}] from the fresh wheels", flush=True
+                )
+                if f"samgita-protocol-{extra}" not in verifier.built:
+                    report.fail(
+                        f"samgita-protocol[{extra}]", "sibling wheel was not built"
+                    )
+                    continue
+                try:
+                    verifier.verify_extra(extra, module)
+                except Failure as e:
+                    report.fail(f"samgita-protocol[{extra}]", str(e))
+    finally:
+        if args.keep:
+            print(f"\nkept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    failed = [r for r in report.results if not r[1]]
+    print(f"\n== verify_standalone summary ({time.monotonic() - started:.0f}s)")
+    for what, ok, _ in report.results:
+        print(f"{'ok    ' if ok else 'FAILED'} {what}")
+    print(
+        f"verify_standalone: {len(report.results) - len(failed)} checks passed, {len(failed)} failed"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
