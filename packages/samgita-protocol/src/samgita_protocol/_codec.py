@@ -49,6 +49,7 @@ from ._validate import (
     ANY_DECODER,
     ENCODER,
     ENVELOPE_DECODER,
+    HEAD_DECODER,
     MAX_DEPTH,
     PARAMS_DECODERS,
     check_struct,
@@ -171,9 +172,31 @@ def decode_checked(wire: bytes) -> Message:
     except (*_DECODE_FAILURES, ProtocolError):
         return explain(wire)
     message: Message = msgspec.structs.replace(envelope, params=params)
-    if ENCODER.encode(message) != wire and find_duplicate_key(wire) is not None:
+    canonical = ENCODER.encode(message)
+    if canonical != wire and not _unique_keys(wire, ((wire, canonical),)):
         return explain(wire)
     return message
+
+
+def _unique_keys(wire: bytes, pairs: tuple[tuple[bytes, bytes], ...]) -> bool:
+    """Whether ``wire`` repeats no key in any object and has a top-level
+    ``schema_version``, given ``pairs`` of (input bytes, msgspec's encoding
+    of what they decoded to) that together cover every key of ``wire``.
+
+    Without a backslash in the input every string round-trips byte for
+    byte, so an input has exactly as many colons as its re-encoding plus
+    one per repeated key (whose key, colon and value the decoded value lost)
+    minus one for a missing ``schema_version`` (which decoding filled in
+    with its default); the head decode rules out the latter. Otherwise the
+    exact tokenizer decides.
+    """
+    if b"\\" not in wire and all(a.count(b":") == b.count(b":") for a, b in pairs):
+        try:
+            HEAD_DECODER.decode(wire)
+        except _DECODE_FAILURES:
+            return False
+        return True
+    return find_duplicate_key(wire) is None
 
 
 def _response(wire: bytes, envelope: Response) -> Message:
@@ -187,7 +210,8 @@ def _response(wire: bytes, envelope: Response) -> Message:
             data = envelope.error.data
             if data is not UNSET and not _json_depth_within(data, MAX_DEPTH - 2):
                 return explain(wire)
-            canonical = ENCODER.encode(envelope) == wire
+            encoded = ENCODER.encode(envelope)
+            pairs: tuple[tuple[bytes, bytes], ...] = ((wire, encoded),)
         else:
             assert envelope.result is not UNSET  # exactly one of result or error
             raw = bytes(envelope.result)
@@ -196,25 +220,24 @@ def _response(wire: bytes, envelope: Response) -> Message:
             result = ANY_DECODER.decode(raw)
             if type(result) is not dict:
                 return explain(wire)
-            canonical = (
-                ENCODER.encode(result) == raw and ENCODER.encode(envelope) == wire
-            )
+            pairs = ((wire, ENCODER.encode(envelope)), (raw, ENCODER.encode(result)))
     except (*_DECODE_FAILURES, ProtocolError):
         return explain(wire)
-    if not canonical and find_duplicate_key(wire) is not None:
+    if any(a != b for a, b in pairs) and not _unique_keys(wire, pairs):
         return explain(wire)
     return envelope
 
 
-def _json_depth_within(value: Any, limit: int) -> bool:
-    """Depth of a decoded free-form value (the error object's ``data``, which
-    msgspec builds with the envelope; its own recursion guard bounds it)."""
-    if limit < 0:
-        return False
+def _json_depth_within(value: Any, levels: int) -> bool:
+    """Whether a decoded free-form value (the error object's ``data``, which
+    msgspec builds with the envelope, bounded by its own recursion guard)
+    nests at most ``levels`` containers deep."""
     if type(value) is dict:
-        return all(_json_depth_within(v, limit - 1) for v in value.values())
+        return levels >= 1 and all(
+            _json_depth_within(v, levels - 1) for v in value.values()
+        )
     if type(value) is list:
-        return all(_json_depth_within(v, limit - 1) for v in value)
+        return levels >= 1 and all(_json_depth_within(v, levels - 1) for v in value)
     return True
 
 

@@ -360,7 +360,8 @@ def _safe_reason(head: str) -> str:
 
 # -- exact JSON checks ------------------------------------------------------------------
 
-_STRING: Final = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+# String literals as an unrolled loop (no per-character alternation).
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _BRACKET: Final = re.compile(rb"[\[\]{}]")
 
 
@@ -380,7 +381,9 @@ def depth_within(data: bytes, limit: int = MAX_DEPTH) -> bool:
     return True
 
 
-_TOKEN: Final = re.compile(rb'("(?:[^"\\]|\\.)*")(\s*:)?|([\[\]{},])', re.S)
+_TOKEN: Final = re.compile(
+    rb'("[^"\\]*(?:\\.[^"\\]*)*")([ \t\n\r]*:)?|([\[\]{},])', re.S
+)
 
 
 def _key_text(literal: bytes) -> str:
@@ -443,16 +446,24 @@ def find_duplicate_key(data: bytes) -> ProtocolError | None:
     return None
 
 
+# A \uD800-\uDBFF escape not followed by a low one, or a \uDC00-\uDFFF
+# escape not preceded by a high one; an escaped backslash before "u" does not
+# start an escape (an even run of backslashes).
 _LONE_SURROGATE: Final = re.compile(
-    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<![0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    rb"(?:^|[^\\])(?:\\\\)*(?:\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+    rb"|(?<![0-9a-fA-F]{4})\\u[dD][c-fC-F][0-9a-fA-F]{2})"
 )
 
 
 def json_error(data: bytes, exc: Exception) -> ProtocolError:
-    """The ``invalid_json`` error for input msgspec could not parse."""
-    if _LONE_SURROGATE.search(data):
-        return error(ErrorCode.INVALID_JSON, "a \\u escape is an unpaired surrogate")
+    """The error for input msgspec could not parse: ``invalid_utf8`` for a
+    ``\\u`` escape that is an unpaired UTF-16 surrogate (a string no UTF-8
+    text can hold), ``invalid_json`` otherwise."""
     text = str(exc)
+    if "surrogate" in text or _LONE_SURROGATE.search(data):
+        return error(
+            ErrorCode.INVALID_UTF8, "a \\u escape is an unpaired UTF-16 surrogate"
+        )
     if text.startswith("JSON is malformed") or text == "Input data was truncated":
         return error(ErrorCode.INVALID_JSON, text)
     return error(ErrorCode.INVALID_JSON, "invalid JSON")
@@ -470,6 +481,16 @@ RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
     if spec.result is not None
 }
 ANY_DECODER: Final = msgspec.json.Decoder()
+
+
+class _Head(msgspec.Struct):
+    """The one top-level field presence that a decoded envelope cannot show
+    (``schema_version`` has a default); every other key is ignored."""
+
+    schema_version: Any
+
+
+HEAD_DECODER: Final = msgspec.json.Decoder(_Head)
 ENCODER: Final = msgspec.json.Encoder()
 
 _KINDS: Final = ("request", "response", "notification")
