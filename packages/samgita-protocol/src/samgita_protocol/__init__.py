@@ -7,6 +7,7 @@ from ._codec import DEFAULT_MAX_MESSAGE_BYTES, MAX_DEPTH, decode, encode
 from ._document import json_schema
 from ._errors import ErrorCode, Origin, ProtocolError
 from ._handler import Handler, NotificationContext, RequestContext
+from ._replay import Replay
 from ._schema import (
     CAPABILITY_GROUPS,
     MAX_ID_BYTES,
@@ -138,6 +139,8 @@ __all__ = [
     "RequestContext",
     "Server",
     "ServerState",
+    # replay (_replay)
+    "Replay",
     # JSON Schema artifact (_document)
     "json_schema",
 ]

@@ -244,7 +244,17 @@ class Replay:
         upto = self._check(cursor)
         if upto == cursor:
             return []
-        return self._read(cursor + 1, upto)
+        # Events cursor+1..upto: at most one page, so one or two chunks.
+        first_index, first_offset = divmod(cursor, PAGE_SIZE)
+        last_index, last_offset = divmod(upto - 1, PAGE_SIZE)
+        chunk = self._chunks[first_index]
+        if first_index == last_index:
+            events = chunk[first_offset : last_offset + 1]
+        else:
+            events = chunk[first_offset:]
+            events += self._chunks[last_index][: last_offset + 1]
+        # Every slot in cursor+1..upto is retained, so none is None.
+        return cast("list[Notification]", events)
 
     def page(self, cursor: int) -> StreamResumeResult:
         """Answer ``stream/resume`` from ``cursor``: a :class:`StreamResumeResult`.
@@ -287,16 +297,3 @@ class Replay:
                 data={"cursor": cursor, "first_retained": self._first},
             )
         return min(cursor + PAGE_SIZE, last)
-
-    def _read(self, lo: int, hi: int) -> list[Notification]:
-        # Retained events lo..hi (at most one page, so one or two chunks).
-        first_index, first_offset = divmod(lo - 1, PAGE_SIZE)
-        last_index, last_offset = divmod(hi - 1, PAGE_SIZE)
-        chunk = self._chunks[first_index]
-        if first_index == last_index:
-            events = chunk[first_offset : last_offset + 1]
-        else:
-            events = chunk[first_offset:]
-            events += self._chunks[last_index][: last_offset + 1]
-        # Every slot in lo..hi is retained, so none is None.
-        return cast("list[Notification]", events)

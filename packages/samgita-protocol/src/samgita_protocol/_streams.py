@@ -69,8 +69,19 @@ _CANONICAL: Final = msgspec.json.Encoder(order="sorted")
 _Content = Notification | bytes
 
 
+def _canonical(notification: Notification) -> bytes:
+    params = notification.params
+    if isinstance(params, msgspec.Raw):
+        # Still raw JSON (not read by its method's decoder): its bytes keep
+        # the wire's key order and whitespace, so compare its value instead.
+        notification = msgspec.structs.replace(
+            notification, params=msgspec.json.decode(params)
+        )
+    return _CANONICAL.encode(notification)
+
+
 def _digest(notification: Notification) -> bytes:
-    return hashlib.blake2b(_CANONICAL.encode(notification), digest_size=16).digest()
+    return hashlib.blake2b(_canonical(notification), digest_size=16).digest()
 
 
 def _same_content(kept: _Content, notification: Notification) -> bool:
@@ -78,12 +89,12 @@ def _same_content(kept: _Content, notification: Notification) -> bool:
         return True
     if isinstance(kept, bytes):
         return kept == _digest(notification)
-    return _CANONICAL.encode(kept) == _CANONICAL.encode(notification)
+    return _canonical(kept) == _canonical(notification)
 
 
 def _content(notification: Notification, content: bytes | None) -> _Content:
     if content is None:
-        size = len(_CANONICAL.encode(notification))
+        size = len(_canonical(notification))
     else:
         size = len(content)
     return notification if size <= INLINE_CONTENT_BYTES else _digest(notification)

@@ -1,0 +1,239 @@
+"""Replay log costs and streamed-delta consumption against bare ``json.loads``.
+
+    python bench/replay.py [--quick]
+
+1. ``Replay.append`` (at steady state: every append also evicts the oldest
+   event) and ``Replay.since`` (one full 128-event page, from the middle
+   cursor every time, and from a random retained cursor) per operation at
+   1,000 / 10,000 / 100,000 retained events. The sizes are measured in
+   alternating rounds; the figure is the median per round and the ratio to
+   1,000 events the median of the per-round ratios (target: at most 1.3x).
+2. Streamed ``item/delta`` notifications, sequenced by a ``Replay``: receive
+   every message, drain and acknowledge every 64, compared with bare
+   ``json.loads`` of the same bytes in alternating rounds (median of the
+   per-round ratios; target: at most 1.0x). Uses ``Client.receive`` /
+   ``drain`` / ``ack_cursor`` when the Client is importable, else
+   ``decode`` + ``ClientStreams`` (and says so).
+
+A plain script: it prints figures and asserts only that the work was done.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+from samgita_protocol import ItemDeltaParams, Notification, Replay, decode, encode
+from samgita_protocol._streams import ClientStreams
+
+QUICK = "--quick" in sys.argv
+ROUNDS = 5 if QUICK else 11
+SIZES = (1_000, 10_000, 100_000)
+PAGE = 128
+
+
+def delta(text: str) -> Notification:
+    return Notification(
+        method="item/delta",
+        params=ItemDeltaParams(thread_id="t", turn_id="u", item_id="i", delta=text),
+    )
+
+
+def per_op(n: int, fn: Callable[[], object]) -> float:
+    """Microseconds per call of ``fn`` over ``n`` calls."""
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n * 1e6
+
+
+def replay_costs() -> None:
+    print(
+        "Replay (append at steady state, evicting the oldest each time; since = one\n"
+        "        full 128-event page from the middle cursor (hot) and from a random\n"
+        "        retained cursor (cold))"
+    )
+    event = delta("The quick brown fox jumps over the lazy dog. ")
+    replays = {}
+    for n in SIZES:
+        r = Replay("s", max_events=n, max_bytes=1 << 40)
+        for _ in range(n):
+            r.append(event)
+        assert len(r) == n
+        replays[n] = r
+    rng = random.Random(7)
+    kinds = ("append", "hot", "cold", "list")
+    rows: dict[int, dict[str, list[float]]] = {n: {k: [] for k in kinds} for n in SIZES}
+    appends = 2_000 if QUICK else 10_000
+    reads = 500 if QUICK else 2_000
+    gc.collect()
+    for _ in range(ROUNDS):
+        for n in SIZES:
+            r = replays[n]
+
+            def append(r: Replay = r) -> None:
+                r.append(event)
+
+            rows[n]["append"].append(per_op(appends, append))
+            assert len(r) == n
+            first = r.first_cursor
+            span = r.last_cursor - PAGE - first
+            middle = first + span // 2
+            cursors = [first - 1 + rng.randint(1, span) for _ in range(reads)]
+            # The same retained objects in one flat list: what a cold page
+            # costs when only the memory (cache misses on the events'
+            # reference counts) and no index structure is involved.
+            flat = r.since(first - 1)
+            while len(flat) < n:
+                flat += r.since(flat[-1].cursor)  # type: ignore[arg-type]
+
+            def hot(r: Replay = r, middle: int = middle) -> None:
+                assert len(r.since(middle)) == PAGE
+
+            cold_it, bare_it = iter(cursors), iter(cursors)
+
+            def cold(r: Replay = r, it: Iterator[int] = cold_it) -> None:
+                assert len(r.since(next(it))) == PAGE
+
+            def bare(
+                flat: list[Notification] = flat,
+                it: Iterator[int] = bare_it,
+                first: int = first,
+            ) -> None:
+                i = next(it) - first + 1
+                assert len(flat[i : i + PAGE]) == PAGE
+
+            rows[n]["hot"].append(per_op(reads, hot))
+            rows[n]["cold"].append(per_op(reads, cold))
+            rows[n]["list"].append(per_op(reads, bare))
+            del flat
+    print(
+        f"  {'retained':>9}{'append µs/op':>15}{'since hot µs/op':>18}"
+        f"{'since cold µs/op':>19}{'list slice cold µs':>21}"
+    )
+    for n in SIZES:
+        med = {k: statistics.median(v) for k, v in rows[n].items()}
+        print(
+            f"  {n:>9}{med['append']:>15.2f}{med['hot']:>18.2f}"
+            f"{med['cold']:>19.2f}{med['list']:>21.2f}"
+        )
+    for k in kinds:
+        ratios = [
+            b / a for a, b in zip(rows[SIZES[0]][k], rows[SIZES[-1]][k], strict=True)
+        ]
+        print(
+            f"  {k:>6}: 100,000 / 1,000 = {statistics.median(ratios):.2f}x "
+            "(median of per-round ratios; target <= 1.3x)"
+        )
+    ratios = [
+        c / b
+        for c, b in zip(rows[SIZES[-1]]["cold"], rows[SIZES[-1]]["list"], strict=True)
+    ]
+    print(
+        f"  cold since / cold list slice at 100,000: {statistics.median(ratios):.2f}x "
+        "(the index's own cost over the memory's)"
+    )
+
+
+def _consumer() -> tuple[str, Callable[[list[bytes]], int]]:
+    """The receive + drain + ack loop: the Client's when it exists."""
+    try:
+        from samgita_protocol.testing import connected_client  # type: ignore[attr-defined]
+    except ImportError:
+        connected_client = None
+    if connected_client is not None:  # pragma: no cover - wired once C's Client lands
+        client = connected_client()
+
+        def via_client(chunk: list[bytes]) -> int:
+            for data in chunk:
+                client.receive(data)
+            events = client.drain()
+            last = events[-1]
+            client.ack_cursor(last.stream_id, last.cursor)
+            return len(events)
+
+        return "Client.receive + drain + ack_cursor", via_client
+
+    streams = ClientStreams()
+
+    def via_streams(chunk: list[bytes]) -> int:
+        for data in chunk:
+            n = decode(data)
+            streams.ingest(n, data)  # type: ignore[arg-type]
+        events = streams.drain()
+        last = events[-1]
+        streams.ack(last.stream_id, last.cursor)  # type: ignore[arg-type]
+        return len(events)
+
+    return "decode + ClientStreams.ingest + drain + ack (no Client yet)", via_streams
+
+
+def streamed_deltas() -> None:
+    batch, batches = 64, 8
+    warm = 4
+    total = batch * batches * (ROUNDS * 3 + warm)
+    log = Replay("deltas", max_events=128)
+    binaries = [encode(log.append(delta(f"token {i} "))) for i in range(1, total + 1)]
+    chunks = [binaries[i : i + batch] for i in range(0, total, batch)]
+    size = sum(map(len, binaries)) // total
+    name, consume = _consumer()
+    pos = 0
+
+    def ours() -> float:
+        nonlocal pos
+        start = time.perf_counter()
+        for chunk in chunks[pos : pos + batches]:
+            assert consume(chunk) == batch
+        pos += batches
+        return time.perf_counter() - start
+
+    def base(offset: int) -> float:
+        loads = json.loads
+        start = time.perf_counter()
+        for chunk in chunks[offset : offset + batches]:
+            for data in chunk:
+                loads(data)
+        return time.perf_counter() - start
+
+    for _ in range(warm // 2):
+        ours()
+        base(0)
+    ratios, ours_t, base_t = [], [], []
+    for _ in range(ROUNDS * 3 - 1):
+        offset = pos
+        t = ours()
+        b = base(offset)
+        ratios.append(t / b)
+        ours_t.append(t)
+        base_t.append(b)
+    n = batch * batches
+    per = statistics.median(ours_t) / n * 1e6
+    bare = statistics.median(base_t) / n * 1e6
+    print(
+        f"\nStreamed item/delta (sequenced, {size} B each; drain + ack every {batch})"
+    )
+    print(f"  {name}")
+    print(
+        f"  ours: {per:.2f} µs/event ({1e6 / per:,.0f} events/s)   "
+        f"json.loads: {bare:.2f} µs/event ({1e6 / bare:,.0f} events/s)   "
+        f"{statistics.median(ratios):.2f}x baseline (median of per-round ratios; target <= 1.0x)"
+    )
+
+
+def main() -> None:
+    print(
+        f"samgita_protocol replay bench (Python {platform.python_version()}, "
+        f"{platform.machine()}; {ROUNDS} rounds{', quick' if QUICK else ''})\n"
+    )
+    replay_costs()
+    streamed_deltas()
+
+
+if __name__ == "__main__":
+    main()
