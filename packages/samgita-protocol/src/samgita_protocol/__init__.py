@@ -6,7 +6,7 @@ Errors: every failure is a :class:`ProtocolError` with an :class:`ErrorCode`.
 from ._codec import DEFAULT_MAX_MESSAGE_BYTES, MAX_DEPTH, decode, encode
 from ._document import json_schema
 from ._errors import ErrorCode, Origin, ProtocolError
-from ._handler import Handler, NotificationContext, RequestContext
+from ._handler import Handler, RequestContext
 from ._replay import Replay
 from ._schema import (
     CAPABILITY_GROUPS,
@@ -65,7 +65,7 @@ from ._schema import (
     request_methods,
     validate,
 )
-from ._server import Server, ServerState
+from ._server import Server
 
 __all__ = [
     # codec (_codec)
@@ -135,10 +135,8 @@ __all__ = [
     "validate",
     # connection, host side (_handler, _server)
     "Handler",
-    "NotificationContext",
     "RequestContext",
     "Server",
-    "ServerState",
     # replay (_replay)
     "Replay",
     # JSON Schema artifact (_document)
