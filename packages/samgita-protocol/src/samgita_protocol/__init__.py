@@ -3,8 +3,17 @@
 Errors: every failure is a :class:`ProtocolError` with an :class:`ErrorCode`.
 """
 
+from ._client import Client
 from ._codec import DEFAULT_MAX_MESSAGE_BYTES, MAX_DEPTH, decode, encode
 from ._document import json_schema
+from ._effects import (
+    Effect,
+    ErrorReceived,
+    NotificationReceived,
+    RequestReceived,
+    ResponseReceived,
+    SendMessage,
+)
 from ._errors import ErrorCode, Origin, ProtocolError
 from ._handler import Handler, RequestContext
 from ._replay import Replay
@@ -133,6 +142,14 @@ __all__ = [
     "decode_result",
     "request_methods",
     "validate",
+    # connection, client side (_client, _effects)
+    "Client",
+    "Effect",
+    "ErrorReceived",
+    "NotificationReceived",
+    "RequestReceived",
+    "ResponseReceived",
+    "SendMessage",
     # connection, host side (_handler, _server)
     "Handler",
     "RequestContext",

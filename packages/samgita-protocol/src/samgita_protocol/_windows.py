@@ -87,10 +87,10 @@ class RecentIds(Generic[K, V]):
         return None
 
     def __contains__(self, key: object) -> bool:
-        hit = self._current.get(key)  # type: ignore[call-overload]
+        hit = self._current.get(key)  # type: ignore[arg-type]
         if hit is not None:
             return True
-        hit = self._previous.get(key)  # type: ignore[call-overload]
+        hit = self._previous.get(key)  # type: ignore[arg-type]
         return hit is not None and hit[0] > self._count - self._max
 
     def __len__(self) -> int:

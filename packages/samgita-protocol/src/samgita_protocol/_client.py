@@ -1,0 +1,983 @@
+"""The sans-IO client: connection state of the side that opens a connection
+and sends ``connection/initialize`` (``docs/protocol.md`` sections 3, 4, 9,
+10 and 11).
+
+A :class:`Client` never touches a socket, a thread or an event loop. It
+takes messages in (:meth:`Client.receive`) and hands messages
+(:meth:`Client.request`, :meth:`Client.reply`, :meth:`Client.notify`) and
+effects (:mod:`samgita_protocol._effects`) out; the caller encodes and sends
+the messages and acts on the effects. Every public method either completes
+or raises :class:`ProtocolError` and leaves the client exactly as it was:
+each one runs all of its checks first and changes state only after them.
+
+Clocks: request deadlines use caller-supplied ``now`` seconds (any
+monotonic clock; default ``time.monotonic()``), the same clock
+:meth:`Client.expire` is given. Approval deadlines use the wall clock, an
+aware :class:`datetime.datetime` (``now=`` of :meth:`Client.receive` and
+:meth:`Client.reply`; default ``datetime.now(timezone.utc)``, read only when
+an approval is checked). The two are different types on purpose, so one
+cannot be passed for the other.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import math
+import time
+from collections.abc import Callable, Collection, Mapping
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, Final, Literal
+
+import msgspec
+
+from samgita_protocol._codec import decode, encode
+from samgita_protocol._contract import check_initialize, validate_result, wall_clock
+from samgita_protocol._effects import (
+    Effect,
+    ErrorReceived,
+    NotificationReceived,
+    RequestReceived,
+    ResponseReceived,
+    SendMessage,
+)
+from samgita_protocol._errors import ErrorCode, ProtocolError
+from samgita_protocol._options import Limits, check_id, check_limits
+from samgita_protocol._outbox import DUPLICATE, Outbox, Pending, limit_error
+from samgita_protocol._schema import (
+    CAPABILITY_GROUPS,
+    METHODS,
+    SCHEMA_VERSION,
+    InitializeParams,
+    InitializeResult,
+    Message,
+    Notification,
+    Request,
+    Response,
+    StreamResumeResult,
+    convert_params,
+)
+from samgita_protocol._streams import ClientStreams
+from samgita_protocol._windows import FifoWindow
+
+__all__ = ["Client", "ClientState"]
+
+_UNSET: Final = msgspec.UNSET
+_INITIALIZE: Final = "connection/initialize"
+
+
+class ClientState(enum.StrEnum):
+    """Where a :class:`Client` is in its connection's life."""
+
+    NEW = "new"
+    """Created or reconnected: only ``connection/initialize`` may be sent."""
+    INITIALIZING = "initializing"
+    """``connection/initialize`` handed out, waiting for its result."""
+    READY = "ready"
+    """Initialized: methods of the negotiated groups may be used."""
+    DISCONNECTED = "disconnected"
+    """The transport closed; :meth:`Client.reconnect` starts a new connection."""
+
+
+class _Move(enum.Enum):
+    SEND_INITIALIZE = "send_initialize"
+    INITIALIZED = "initialized"
+    INITIALIZE_FAILED = "initialize_failed"
+    DISCONNECT = "disconnect"
+    RECONNECT = "reconnect"
+
+
+_S = ClientState
+#: Every legal move. Everything that changes ``Client.state`` goes through
+#: this table; a missing entry is an illegal move.
+_TRANSITIONS: Final[Mapping[tuple[ClientState, _Move], ClientState]] = MappingProxyType(
+    {
+        (_S.NEW, _Move.SEND_INITIALIZE): _S.INITIALIZING,
+        (_S.INITIALIZING, _Move.INITIALIZED): _S.READY,
+        (_S.INITIALIZING, _Move.INITIALIZE_FAILED): _S.NEW,
+        (_S.NEW, _Move.DISCONNECT): _S.DISCONNECTED,
+        (_S.INITIALIZING, _Move.DISCONNECT): _S.DISCONNECTED,
+        (_S.READY, _Move.DISCONNECT): _S.DISCONNECTED,
+        (_S.DISCONNECTED, _Move.DISCONNECT): _S.DISCONNECTED,
+        (_S.DISCONNECTED, _Move.RECONNECT): _S.NEW,
+    }
+)
+
+#: Request methods a client accepts from its peer: those whose direction is
+#: server-to-client or either (``approval/request``, ``request/cancel``).
+_INCOMING: Final = frozenset(
+    name
+    for name, spec in METHODS.items()
+    if spec.kind == "request" and spec.direction in ("server", "either")
+)
+
+_GROUPS: Final = frozenset(CAPABILITY_GROUPS)
+
+Outcome = Literal["applied", "not_applied"]
+
+
+def _groups(name: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Collection):
+        raise TypeError(
+            f"expected {name} to be a collection of capability groups, got: {value!r}"
+        )
+    groups = tuple(value)
+    unknown = [g for g in groups if g not in _GROUPS]
+    if unknown:
+        raise ValueError(
+            f"expected {name} to name only defined capability groups "
+            f"({', '.join(sorted(_GROUPS))}), got: {unknown!r}"
+        )
+    if len(set(groups)) != len(groups):
+        raise ValueError(f"expected {name} without repeated groups, got: {groups!r}")
+    return groups
+
+
+def _monotonic(now: object) -> float:
+    if now is None:
+        return time.monotonic()
+    if isinstance(now, bool) or not isinstance(now, (int, float)):
+        raise TypeError(
+            f"expected now to be seconds on the clock given to expire() (a number), got: {now!r}"
+        )
+    if not math.isfinite(now):
+        raise ValueError(f"expected now to be a finite number of seconds, got: {now!r}")
+    return float(now)
+
+
+def _disconnected() -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.DISCONNECTED, "the connection is closed; reconnect first"
+    )
+
+
+class Client:
+    """Connection state of the side that sends ``connection/initialize``.
+
+    Args:
+        capabilities: groups to offer (defined groups only).
+        required_capabilities: groups the host must support (a subset of
+            ``capabilities``).
+        versions: schema versions to offer (only ``"1.0"`` is defined).
+        id_generator: ``id_generator(generation, n) -> str`` for request ids
+            instead of ``f"c{generation}-{n}"``; an id it returns that is in
+            use is ``conflict`` (it is not asked again).
+        host_id: the authenticated host; the initialize result's ``host_id``
+            must equal it (``host_mismatch``). Required with ``checkpoints``.
+        checkpoints: a mapping from :meth:`checkpoints` to restore after a
+            process restart (``{"host_id": ..., "streams": {...}}``).
+        max_outstanding_requests, max_uncertain_commands,
+        max_incoming_requests, max_buffered_notifications, max_completed,
+        max_streams, max_stream_hashes, max_message_bytes: the bounds of
+            ``docs/protocol.md`` section 9 (defaults 64, 64, 64, 128, 128, 64,
+            128, 1 MiB).
+        request_timeout: seconds a request waits for its response (default
+            30), or ``request_timeout_ms`` in milliseconds (not both).
+
+    Raises:
+        TypeError, ValueError: a bad option (the message names it).
+    """
+
+    __slots__ = (
+        "_capabilities",
+        "_connection_id",
+        "_host_id",
+        "_incoming",
+        "_limits",
+        "_negotiated",
+        "_offer",
+        "_outbox",
+        "_required",
+        "_resumes",
+        "_state",
+        "_streams",
+        "_version",
+        "_versions",
+    )
+
+    def __init__(
+        self,
+        *,
+        capabilities: Collection[str],
+        required_capabilities: Collection[str] = (),
+        versions: Collection[str] = (SCHEMA_VERSION,),
+        id_generator: Callable[[int, int], str] | None = None,
+        host_id: str | None = None,
+        checkpoints: Mapping[str, Any] | None = None,
+        max_outstanding_requests: int | None = None,
+        max_uncertain_commands: int | None = None,
+        max_incoming_requests: int | None = None,
+        max_buffered_notifications: int | None = None,
+        max_completed: int | None = None,
+        max_streams: int | None = None,
+        max_stream_hashes: int | None = None,
+        max_message_bytes: int | None = None,
+        request_timeout: float | None = None,
+        request_timeout_ms: int | None = None,
+    ) -> None:
+        offered = _groups("capabilities", capabilities)
+        required = _groups("required_capabilities", required_capabilities)
+        if not set(required) <= set(offered):
+            raise ValueError(
+                "expected required_capabilities to be a subset of capabilities, "
+                f"got: {list(required)!r}"
+            )
+        if isinstance(versions, (str, bytes)) or not isinstance(versions, Collection):
+            raise TypeError(
+                f"expected versions to be a collection of strings, got: {versions!r}"
+            )
+        version_list = tuple(versions)
+        if not version_list or any(v != SCHEMA_VERSION for v in version_list):
+            raise ValueError(
+                f"expected versions to list supported schema versions ([{SCHEMA_VERSION!r}]), "
+                f"got: {list(version_list)!r}"
+            )
+        if id_generator is not None and not callable(id_generator):
+            raise TypeError(
+                f"expected id_generator to be callable, got: {id_generator!r}"
+            )
+        checked_host = check_id("host_id", host_id)
+        limits = check_limits(
+            {
+                "max_outstanding_requests": max_outstanding_requests,
+                "max_uncertain_commands": max_uncertain_commands,
+                "max_incoming_requests": max_incoming_requests,
+                "max_buffered_notifications": max_buffered_notifications,
+                "max_completed": max_completed,
+                "max_streams": max_streams,
+                "max_stream_hashes": max_stream_hashes,
+                "max_message_bytes": max_message_bytes,
+                "request_timeout": request_timeout,
+                "request_timeout_ms": request_timeout_ms,
+            }
+        )
+        restored = self._restore(checkpoints, checked_host)
+        self._streams = ClientStreams(
+            max_buffered_notifications=limits.max_buffered_notifications,
+            max_streams=limits.max_streams,
+            max_stream_hashes=limits.max_stream_hashes,
+            checkpoints=restored,
+        )
+        self._capabilities = offered
+        self._required = required
+        self._versions = version_list
+        self._host_id = checked_host
+        self._limits = limits
+        self._outbox = Outbox(
+            prefix="c",
+            max_outstanding_requests=limits.max_outstanding_requests,
+            max_uncertain_commands=limits.max_uncertain_commands,
+            max_completed=limits.max_completed,
+            request_timeout=limits.request_timeout,
+            id_generator=id_generator,
+        )
+        self._state = ClientState.NEW
+        self._negotiated: frozenset[str] = frozenset()
+        self._version: str | None = None
+        self._connection_id: str | None = None
+        self._offer: InitializeParams | None = None
+        self._incoming: dict[str, Request] = {}
+        # Correlated stream/resume results waiting for receive_replay, by
+        # content digest; the oldest is forgotten first.
+        self._resumes: FifoWindow[bytes, bool] = FifoWindow(limits.max_completed)
+
+    @staticmethod
+    def _restore(checkpoints: object, host_id: str | None) -> Mapping[str, int] | None:
+        if checkpoints is None:
+            return None
+        if not isinstance(checkpoints, Mapping) or set(checkpoints) != {
+            "host_id",
+            "streams",
+        }:
+            raise TypeError(
+                "expected checkpoints to be a mapping from Client.checkpoints() "
+                f'({{"host_id": ..., "streams": ...}}), got: {checkpoints!r}'
+            )
+        if host_id is None:
+            raise ValueError("expected host_id to be given with checkpoints, got: None")
+        if checkpoints["host_id"] != host_id:
+            raise ValueError(
+                f"expected checkpoints to belong to host_id {host_id!r}, "
+                f"got checkpoints of host: {checkpoints['host_id']!r}"
+            )
+        streams = checkpoints["streams"]
+        if not isinstance(streams, Mapping):
+            raise TypeError(
+                f"expected checkpoints['streams'] to be a mapping, got: {streams!r}"
+            )
+        return streams
+
+    def __repr__(self) -> str:
+        return (
+            f"Client(state={self._state.value!r}, generation={self._outbox.generation}, "
+            f"pending={len(self._outbox.pending)}, uncertain={len(self._outbox.uncertain)}, "
+            f"incoming={len(self._incoming)}, buffered={self._streams.buffered})"
+        )
+
+    # -- read-only state -----------------------------------------------------------
+
+    @property
+    def state(self) -> ClientState:
+        """The connection state (see :class:`ClientState`)."""
+        return self._state
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """The negotiated capability groups (empty before initialization)."""
+        return self._negotiated
+
+    @property
+    def offered_capabilities(self) -> tuple[str, ...]:
+        """The groups this client offers."""
+        return self._capabilities
+
+    @property
+    def version(self) -> str | None:
+        """The selected schema version, or ``None`` before initialization."""
+        return self._version
+
+    @property
+    def connection_id(self) -> str | None:
+        """The ``connection_id`` the host assigned, or ``None``."""
+        return self._connection_id
+
+    @property
+    def host_id(self) -> str | None:
+        """The configured or (after initialization) the host's ``host_id``."""
+        return self._host_id
+
+    @property
+    def generation(self) -> int:
+        """The connection generation: 1, then one more per :meth:`reconnect`."""
+        return self._outbox.generation
+
+    @property
+    def limits(self) -> Limits:
+        """The bounds this client enforces."""
+        return self._limits
+
+    @property
+    def pending(self) -> Mapping[str, Request]:
+        """Outgoing requests waiting for a response, by id (a read-only copy)."""
+        return MappingProxyType({k: e.request for k, e in self._outbox.pending.items()})
+
+    @property
+    def incoming(self) -> Mapping[str, Request]:
+        """Incoming requests waiting for :meth:`reply`, by id (read-only view)."""
+        return MappingProxyType(self._incoming)
+
+    @property
+    def uncertain(self) -> Mapping[str, Request]:
+        """Mutations whose outcome is unknown, by request id (read-only view).
+
+        Only :meth:`resolve_uncertain` removes an entry."""
+        return MappingProxyType(self._outbox.uncertain)
+
+    def uncertain_reason(self, request_id: str) -> str | None:
+        """Why ``request_id`` is uncertain (``"disconnect"``, ``"timeout"`` or
+        ``"invalid_result"``), or ``None`` when it is not."""
+        return self._outbox.uncertain_reasons.get(request_id)
+
+    @property
+    def buffered(self) -> int:
+        """Number of buffered, undelivered stream notifications."""
+        return self._streams.buffered
+
+    # -- state machine ---------------------------------------------------------------
+
+    def _moved(self, move: _Move) -> ClientState:
+        # The state after `move`; an illegal move is a failed table lookup.
+        nxt = _TRANSITIONS.get((self._state, move))
+        if nxt is None:  # pragma: no cover - every caller checks legality first
+            raise ProtocolError(
+                ErrorCode.NOT_INITIALIZED,
+                f"illegal move {move.value} from state {self._state.value}",
+            )
+        return nxt
+
+    # -- requests --------------------------------------------------------------------
+
+    def _sendable(self, method: str) -> Any:
+        spec = METHODS.get(method)
+        if self._state is ClientState.DISCONNECTED:
+            raise _disconnected()
+        if spec is None or spec.kind != "request":
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_METHOD,
+                "unknown request method",
+                data={"method": method},
+            )
+        if method == _INITIALIZE:
+            if self._state is not ClientState.NEW:
+                raise ProtocolError(
+                    ErrorCode.ALREADY_INITIALIZED,
+                    "initialization was already sent on this connection",
+                )
+            return spec
+        if self._state is not ClientState.READY:
+            raise ProtocolError(
+                ErrorCode.NOT_INITIALIZED,
+                "only connection/initialize may be sent before initialization completes",
+            )
+        if spec.group not in self._negotiated:
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "the method's capability group was not negotiated",
+                data={"method": method, "group": spec.group},
+            )
+        if spec.direction == "server":
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "the method is sent by the server only",
+                data={"method": method},
+            )
+        return spec
+
+    def _initialize_params(self, params: object) -> InitializeParams:
+        if isinstance(params, Mapping):
+            filled = dict(params)
+            filled.setdefault("versions", list(self._versions))
+            filled.setdefault("capabilities", list(self._capabilities))
+            if self._required:
+                filled.setdefault("required_capabilities", list(self._required))
+            converted = convert_params(_INITIALIZE, filled)
+        elif isinstance(params, InitializeParams):
+            converted = convert_params(_INITIALIZE, params)
+        else:
+            raise ProtocolError(
+                ErrorCode.INVALID_PARAMS,
+                "params must be a mapping or InitializeParams",
+                data={"method": _INITIALIZE},
+            )
+        assert isinstance(converted, InitializeParams)
+        offer = converted
+        caps = list(offer.capabilities)
+        if any(c not in _GROUPS for c in caps):
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "only defined capability groups may be advertised",
+                data={"capabilities": caps},
+            )
+        required = (
+            []
+            if offer.required_capabilities is _UNSET
+            else list(offer.required_capabilities)
+        )
+        if any(r not in caps for r in required):
+            raise ProtocolError(
+                ErrorCode.INVALID_PARAMS,
+                "required_capabilities must be among the offered capabilities",
+                data={"required_capabilities": required},
+            )
+        return offer
+
+    def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        id: str | None = None,  # noqa: A002 - the wire's name
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+        command_id: str | None = None,
+        project_ref: str | None = None,
+        task_ref: str | None = None,
+        now: float | None = None,
+    ) -> Request:
+        """Builds a request and records it as pending ("handed out": from now
+        on a disconnect or timeout makes a mutation's outcome ambiguous). Send
+        ``encode(request)``.
+
+        ``params`` is the method's params Struct or a mapping (converted to
+        it). For ``connection/initialize``, a mapping's missing ``versions``,
+        ``capabilities`` and ``required_capabilities`` are filled from the
+        client's options. ``correlation_id`` defaults to the id;
+        ``command_id`` is required on mutations. ``now`` is seconds on the
+        clock given to :meth:`expire` (default ``time.monotonic()``); the
+        deadline is ``now + request_timeout``.
+
+        Raises:
+            ProtocolError: ``disconnected``, ``unknown_method``,
+                ``already_initialized``, ``not_initialized``, ``unsupported``
+                (group not negotiated, a server-only method, or an offer of an
+                undefined group), ``invalid_params`` (an offer requiring what
+                it does not offer), ``conflict`` (id in use), ``limit_exceeded``
+                (``max_outstanding_requests``, ``max_uncertain_commands``),
+                ``message_too_large``, and any validation code of the params
+                or envelope (``missing_command_id``, ``invalid_field``, ...);
+                all ``local``. Nothing is recorded.
+            TypeError, ValueError: a bad ``now`` or a custom ``id_generator``
+                returning a non-string.
+        """
+        moment = _monotonic(now)
+        spec = self._sendable(method)
+        outbox = self._outbox
+        if method == _INITIALIZE:
+            converted: Any = self._initialize_params(params)
+        else:
+            converted = convert_params(method, params)
+        request_id, counter = outbox.choose_id(id)
+        outbox.check(request_id, spec.mutation, generated=id is None)
+        request = Request(
+            id=request_id,
+            correlation_id=request_id if correlation_id is None else correlation_id,
+            method=method,
+            params=converted,
+            command_id=_UNSET if command_id is None else command_id,
+            causation_id=_UNSET if causation_id is None else causation_id,
+            project_ref=_UNSET if project_ref is None else project_ref,
+            task_ref=_UNSET if task_ref is None else task_ref,
+        )
+        # Validates the envelope (command_id presence, refs, id lengths) and
+        # the size: a request that cannot be sent must never become pending.
+        encode(request, max_message_bytes=self._limits.max_message_bytes)
+        # -- no failure below this line --
+        outbox.put(request, spec.mutation, moment, counter, explicit=id is not None)
+        if method == _INITIALIZE:
+            self._offer = converted
+            self._state = self._moved(_Move.SEND_INITIALIZE)
+        return request
+
+    def notify(
+        self,
+        method: str,
+        params: Any,
+        *,
+        stream_id: str | None = None,
+        cursor: int | None = None,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+        project_ref: str | None = None,
+        task_ref: str | None = None,
+    ) -> Notification:
+        """Builds a notification to send (ephemeral unless ``stream_id`` and
+        ``cursor`` are both given). Nothing is recorded.
+
+        Raises:
+            ProtocolError (local): ``disconnected``, ``not_initialized``,
+                ``unknown_method``, ``unsupported`` (group not negotiated),
+                ``unpaired_stream_position``, ``message_too_large`` and any
+                validation code of the params or envelope.
+        """
+        if self._state is ClientState.DISCONNECTED:
+            raise _disconnected()
+        if self._state is not ClientState.READY:
+            raise ProtocolError(
+                ErrorCode.NOT_INITIALIZED,
+                "notifications need an initialized connection",
+            )
+        spec = METHODS.get(method)
+        if spec is None or spec.kind != "notification":
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_METHOD,
+                "unknown notification method",
+                data={"method": method},
+            )
+        if spec.group not in self._negotiated:
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "the method's capability group was not negotiated",
+                data={"method": method, "group": spec.group},
+            )
+        notification = Notification(
+            method=method,
+            params=convert_params(method, params),
+            stream_id=_UNSET if stream_id is None else stream_id,
+            cursor=_UNSET if cursor is None else cursor,
+            correlation_id=_UNSET if correlation_id is None else correlation_id,
+            causation_id=_UNSET if causation_id is None else causation_id,
+            project_ref=_UNSET if project_ref is None else project_ref,
+            task_ref=_UNSET if task_ref is None else task_ref,
+        )
+        encode(notification, max_message_bytes=self._limits.max_message_bytes)
+        return notification
+
+    # -- receiving ---------------------------------------------------------------------
+
+    def receive(
+        self,
+        data: bytes | bytearray | memoryview | str | Message,
+        *,
+        now: datetime | None = None,
+    ) -> list[Effect]:
+        """Receives one message from the peer: JSON bytes or text (decoded with
+        ``max_message_bytes``) or an already decoded message (validated).
+
+        ``now`` is the wall clock for approval deadlines (see the module
+        docstring). Sequenced notifications are buffered, not returned: take
+        them with :meth:`drain`.
+
+        Returns:
+            The effects, in order: ``ResponseReceived``, ``ErrorReceived``,
+            ``RequestReceived``, ``NotificationReceived`` or ``SendMessage``
+            (an error response this client produced for a request it refused;
+            send it). A suppressed duplicate response gives none.
+
+        Raises:
+            ProtocolError: ``disconnected`` (local); the codec's codes for
+                invalid input, ``unknown_response``, ``conflicting_response``,
+                ``mismatched_response``, ``not_initialized`` and
+                ``unsupported`` (a notification), ``replay_conflict`` and
+                ``cursor_gap`` (all ``peer``); ``limit_exceeded`` (local: the
+                stream buffer is full). Nothing changed.
+            TypeError, ValueError: ``now`` is not an aware datetime.
+        """
+        clock = wall_clock(now)
+        if self._state is ClientState.DISCONNECTED:
+            raise _disconnected()
+        wire: bytes | str | None
+        if isinstance(data, (bytes, str)):
+            wire = data
+        elif isinstance(data, (bytearray, memoryview)):
+            wire = bytes(data)
+        else:
+            wire = None
+        if wire is not None:
+            try:
+                message = decode(wire, max_message_bytes=self._limits.max_message_bytes)
+            except ProtocolError as exc:
+                raise exc if exc.origin == "peer" else exc.with_origin("peer") from None
+        elif isinstance(data, (Request, Response, Notification)):
+            try:
+                encode(data, max_message_bytes=self._limits.max_message_bytes)
+            except ProtocolError as exc:
+                raise exc.with_origin("peer") from None
+            message = data
+        else:
+            raise TypeError(
+                f"expected bytes, str or a Message, got: {type(data).__name__}"
+            )
+        if type(message) is Response:
+            return self._receive_response(message, wire, clock)
+        if type(message) is Notification:
+            return self._receive_notification(message, wire)
+        assert type(message) is Request
+        return self._receive_request(message)
+
+    def _receive_response(
+        self, response: Response, wire: bytes | str | None, now: datetime | None
+    ) -> list[Effect]:
+        outbox = self._outbox
+        matched = outbox.match(response, wire, now)
+        if matched is DUPLICATE:
+            return []
+        assert isinstance(matched, tuple)
+        entry, outcome, key = matched
+        request = entry.request
+        method = request.method
+        if method == _INITIALIZE:
+            return self._initialized(entry, outcome, key)
+        if method == "stream/resume" and not isinstance(outcome, ProtocolError):
+            digest = hashlib.blake2b(
+                msgspec.json.encode(outcome), digest_size=16
+            ).digest()
+            outbox.settle(entry, outcome, key)
+            self._resumes.put(digest, True)
+            return [ResponseReceived(request, outcome)]
+        outbox.settle(entry, outcome, key)
+        if isinstance(outcome, ProtocolError):
+            return [ErrorReceived(request, outcome)]
+        return [ResponseReceived(request, outcome)]
+
+    def _initialized(self, entry: Pending, outcome: Any, key: Any) -> list[Effect]:
+        request = entry.request
+        if not isinstance(outcome, ProtocolError):
+            offer = self._offer
+            assert offer is not None
+            try:
+                check_initialize(offer, outcome, host_id=self._host_id)
+            except ProtocolError as exc:
+                outcome = exc
+        # -- no failure below this line --
+        self._outbox.settle(entry, outcome, key)
+        if isinstance(outcome, ProtocolError):
+            self._state = self._moved(_Move.INITIALIZE_FAILED)
+            self._offer = None
+            return [ErrorReceived(request, outcome)]
+        result: InitializeResult = outcome
+        self._state = self._moved(_Move.INITIALIZED)
+        self._negotiated = frozenset(result.capabilities)
+        self._version = result.version
+        self._connection_id = result.connection_id
+        self._host_id = result.host_id
+        return [ResponseReceived(request, result)]
+
+    def _refusal(self, request: Request) -> ProtocolError | None:
+        method = request.method
+        if self._state is not ClientState.READY:
+            return ProtocolError(
+                ErrorCode.NOT_INITIALIZED, "the connection is not initialized"
+            )
+        spec = METHODS[method]
+        if method not in _INCOMING or spec.group not in self._negotiated:
+            return ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "the client does not accept this method on this connection",
+                data={"method": method},
+            )
+        if request.id in self._incoming:
+            return ProtocolError(
+                ErrorCode.CONFLICT,
+                "a request with this id is already pending",
+                data={"id": request.id},
+            )
+        if len(self._incoming) >= self._limits.max_incoming_requests:
+            return limit_error(
+                "max_incoming_requests", self._limits.max_incoming_requests
+            )
+        return None
+
+    def _receive_request(self, request: Request) -> list[Effect]:
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return [SendMessage(_echo(request, error=refusal.to_wire()))]
+        self._incoming[request.id] = request
+        return [RequestReceived(request)]
+
+    def _receive_notification(
+        self, notification: Notification, wire: bytes | str | None
+    ) -> list[Effect]:
+        if self._state is not ClientState.READY:
+            raise ProtocolError(
+                ErrorCode.NOT_INITIALIZED,
+                "notification before initialization",
+                origin="peer",
+            )
+        spec = METHODS[notification.method]
+        if spec.group not in self._negotiated:
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED,
+                "the notification's capability group was not negotiated",
+                data={"method": notification.method},
+                origin="peer",
+            )
+        if notification.stream_id is _UNSET:
+            return [NotificationReceived(notification)]
+        self._streams.ingest(notification, wire if isinstance(wire, bytes) else None)
+        return []
+
+    # -- answering incoming requests -----------------------------------------------------
+
+    def _pending_incoming(self, request: object) -> Request:
+        if self._state is ClientState.DISCONNECTED:
+            raise _disconnected()
+        if (
+            not isinstance(request, Request)
+            or self._incoming.get(request.id) != request
+        ):
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_REQUEST, "not a pending incoming request"
+            )
+        return request
+
+    def reply(
+        self, request: Request, result: Any, *, now: datetime | None = None
+    ) -> Response:
+        """Answers the pending incoming ``request`` with ``result`` (the
+        method's result Struct or a mapping), checked against the method's
+        result schema and binding. The request stays pending until this
+        succeeds. The library never approves anything itself: an approval is
+        bound to the request's ``approval_id`` and ``action`` and refused at
+        or after its deadline (``now``: the wall clock, see the module
+        docstring). Send ``encode(response)``.
+
+        Raises:
+            ProtocolError (local): ``disconnected``, ``unknown_request`` (not
+                this exact pending request), ``invalid_result``,
+                ``approval_mismatch``, ``approval_expired`` (approving at or
+                after the deadline; denying is always allowed),
+                ``message_too_large``.
+            TypeError, ValueError: ``now`` is not an aware datetime.
+        """
+        clock = wall_clock(now)
+        pending = self._pending_incoming(request)
+        checked = validate_result(pending, result, now=clock, origin="local")
+        response = _echo(pending, result=checked)
+        encode(response, max_message_bytes=self._limits.max_message_bytes)
+        del self._incoming[pending.id]
+        return response
+
+    def reply_error(self, request: Request, error: ProtocolError) -> Response:
+        """Answers the pending incoming ``request`` with a typed error. The
+        error goes out as given (code, message, data): keep secrets out of it.
+
+        Raises:
+            ProtocolError (local): ``disconnected``, ``unknown_request``,
+                ``message_too_large``.
+            TypeError: ``error`` is not a :class:`ProtocolError`.
+        """
+        if not isinstance(error, ProtocolError):
+            raise TypeError(f"expected error to be a ProtocolError, got: {error!r}")
+        pending = self._pending_incoming(request)
+        response = _echo(pending, error=error.to_wire())
+        encode(response, max_message_bytes=self._limits.max_message_bytes)
+        del self._incoming[pending.id]
+        return response
+
+    # -- ending the connection ------------------------------------------------------------
+
+    def disconnect(self) -> list[Effect]:
+        """The transport closed. Every pending mutation yields
+        ``ErrorReceived`` with ``ambiguous_disconnect`` (``data.command_id``)
+        and is held in :attr:`uncertain`; every pending read yields
+        ``disconnected``. Pending incoming requests can no longer be answered
+        and are dropped. Nothing is re-sent, now or later. Calling it again
+        is a no-op. Never raises."""
+        outbox = self._outbox
+        ended = outbox.abandon(list(outbox.pending), "disconnect")
+        self._incoming = {}
+        self._state = self._moved(_Move.DISCONNECT)
+        return [ErrorReceived(request, error) for request, error in ended]
+
+    def expire(self, now: float) -> list[Effect]:
+        """Ends pending requests whose deadline (``now`` at :meth:`request`
+        plus ``request_timeout``) is at or before ``now``: mutations yield
+        ``ambiguous_disconnect`` (``data.reason == "timeout"``) and are held
+        in :attr:`uncertain`; reads yield ``timeout``. An expired
+        ``connection/initialize`` returns the client to ``new``. Core timers
+        advance only when this is called.
+
+        Raises:
+            TypeError, ValueError: ``now`` is not a finite number.
+        """
+        if now is None:
+            raise TypeError("expected now to be a number of seconds, got: None")
+        moment = _monotonic(now)
+        outbox = self._outbox
+        ids = outbox.expired_ids(moment)
+        if not ids:
+            return []
+        initializing = self._state is ClientState.INITIALIZING and any(
+            outbox.pending[i].request.method == _INITIALIZE for i in ids
+        )
+        ended = outbox.abandon(ids, "timeout")
+        if initializing:
+            self._state = self._moved(_Move.INITIALIZE_FAILED)
+            self._offer = None
+        return [ErrorReceived(request, error) for request, error in ended]
+
+    def reconnect(self) -> None:
+        """Starts a new connection after :meth:`disconnect`: initialization is
+        required again, the terminal-id window and waiting ``stream/resume``
+        results are cleared, generated ids use the next generation; uncertain
+        commands and stream positions are kept. Sends nothing.
+
+        Raises:
+            ProtocolError: ``not_initialized`` (local) when the client is not
+                disconnected.
+        """
+        if self._state is not ClientState.DISCONNECTED:
+            raise ProtocolError(
+                ErrorCode.NOT_INITIALIZED,
+                "reconnect() requires a disconnected client; call disconnect() first",
+            )
+        self._state = self._moved(_Move.RECONNECT)
+        self._outbox.reset()
+        self._streams.reconnect()
+        self._resumes.clear()
+        self._negotiated = frozenset()
+        self._version = None
+        self._connection_id = None
+        self._offer = None
+
+    def resolve_uncertain(self, request_id: str, outcome: Outcome) -> None:
+        """Clears an uncertain command once an authenticated host query or an
+        audited reconciliation established its ``outcome`` (``"applied"`` or
+        ``"not_applied"``). The only way anything leaves :attr:`uncertain`.
+
+        Raises:
+            ProtocolError: ``unknown_uncertain`` (local).
+            ValueError: ``outcome`` is neither ``"applied"`` nor ``"not_applied"``.
+        """
+        if outcome not in ("applied", "not_applied"):
+            raise ValueError(
+                f"expected outcome to be 'applied' or 'not_applied', got: {outcome!r}"
+            )
+        self._outbox.resolve(request_id)
+
+    # -- streams ------------------------------------------------------------------------
+
+    def receive_replay(self, result: StreamResumeResult) -> int:
+        """Ingests the events of a correlated ``stream/resume`` result (one
+        this client returned as ``ResponseReceived``) through the same
+        buffer, duplicate and gap checks as live notifications. Atomic: on
+        error nothing is buffered (drain, acknowledge and call again with the
+        same result). Each result is ingested once. Continue with the next
+        page from ``result.cursor`` while ``result.has_more``.
+
+        Returns:
+            How many events were newly buffered.
+
+        Raises:
+            ProtocolError: ``uncorrelated_replay`` (local), ``replay_conflict``
+                and ``cursor_gap`` (peer), ``limit_exceeded`` (local).
+        """
+        if not isinstance(result, StreamResumeResult):
+            raise ProtocolError(
+                ErrorCode.UNCORRELATED_REPLAY,
+                "not a stream/resume result on this connection",
+            )
+        digest = hashlib.blake2b(msgspec.json.encode(result), digest_size=16).digest()
+        if digest not in self._resumes:
+            raise ProtocolError(
+                ErrorCode.UNCORRELATED_REPLAY,
+                "not the result of a stream/resume response on this connection",
+            )
+        count = self._streams.ingest_page(result.stream_id, result.events)
+        self._resumes.delete(digest)
+        return count
+
+    def drain(self, max: int | None = None) -> list[Notification]:  # noqa: A002
+        """Delivers up to ``max`` (all when ``None``) buffered stream
+        notifications in arrival order. Delivery does not advance a
+        checkpoint: call :meth:`ack_cursor` after processing.
+
+        Raises:
+            TypeError, ValueError: ``max`` is not a non-negative int.
+        """
+        return self._streams.drain(max)
+
+    def ack_cursor(self, stream_id: str, cursor: int) -> None:
+        """Marks ``stream_id`` processed through ``cursor`` (at most the last
+        delivered cursor). Acknowledging an already processed cursor is a no-op.
+
+        Raises:
+            ProtocolError: ``invalid_cursor`` (local): an unknown stream, or a
+                cursor that was not delivered.
+            TypeError: ``cursor`` is not an int.
+        """
+        self._streams.ack(stream_id, cursor)
+
+    def forget_stream(self, stream_id: str) -> None:
+        """Releases a finished stream: its position and retained content are
+        dropped, so it no longer counts against ``max_streams``. A later
+        notification of the same ``stream_id`` starts again from cursor 1.
+        Forgetting an unknown stream is a no-op.
+
+        Raises:
+            ProtocolError: ``unacknowledged_events`` (local) while any of its
+                events is buffered, or delivered but not acknowledged.
+        """
+        self._streams.forget(stream_id)
+
+    def checkpoints(self) -> dict[str, Any]:
+        """The processed positions to persist, scoped to the host:
+        ``{"host_id": host_id, "streams": {stream_id: cursor}}``. Restore with
+        ``Client(host_id=..., checkpoints=...)``; never restore another
+        host's map."""
+        return {"host_id": self._host_id, "streams": self._streams.checkpoints()}
+
+
+def _echo(request: Request, *, result: Any = _UNSET, error: Any = _UNSET) -> Response:
+    """The response envelope answering ``request``, echoing its identity."""
+    return Response(
+        id=request.id,
+        correlation_id=request.correlation_id,
+        result=result,
+        error=error,
+        command_id=request.command_id,
+        causation_id=request.causation_id,
+        project_ref=request.project_ref,
+        task_ref=request.task_ref,
+    )
