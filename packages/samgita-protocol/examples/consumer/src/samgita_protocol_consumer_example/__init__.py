@@ -1,13 +1,19 @@
-"""Example consumer of samgita-protocol (placeholder until the inbox lands).
+"""Example consumer of samgita-protocol, built on its public, installed API only.
 
-Uses the core only through its public, installed API.
+* `Inbox` - a host-side ``project_events.v1`` `samgita_protocol.Handler` that
+  deduplicates by ``event_id`` and ``command_id``;
+* `Reconciler`, `Resolution`, `redelivery` - client-side reconciliation of
+  uncertain commands after a disconnect (never a blind re-send).
 """
 
 from __future__ import annotations
 
 import samgita_protocol
 
-__all__ = ["schema_id"]
+from .inbox import Inbox
+from .reconcile import Reconciler, Resolution, redelivery
+
+__all__ = ["Inbox", "Reconciler", "Resolution", "redelivery", "schema_id"]
 
 
 def schema_id() -> str:
