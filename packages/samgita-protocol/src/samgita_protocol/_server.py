@@ -22,7 +22,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ._codec import decode, encode
+from ._codec import decode, encode, encode_unchecked
 from ._contract import check_result, wall_clock
 from ._errors import ErrorCode, ProtocolError
 from ._handler import (
@@ -664,7 +664,10 @@ class Server:
                 task_ref=request.task_ref,
                 result=result,
             )
-            encode(response, max_message_bytes=self._limits.max_message_bytes)
+            # The envelope echoes a validated request and decode_result
+            # validated the result: only the size is left to check.
+            if len(encode_unchecked(response)) > self._limits.max_message_bytes:
+                return _internal(request)
         except ProtocolError as error:
             if error.code == ErrorCode.APPROVAL_EXPIRED:
                 return _error_response(request, error)
