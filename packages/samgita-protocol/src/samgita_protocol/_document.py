@@ -26,6 +26,7 @@ and ``json_schema()`` hands it out without building anything.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import types
@@ -326,14 +327,18 @@ def _rewrite(node: Any, rename: Mapping[str, str]) -> Any:
 
     msgspec adds ``discriminator`` to tagged unions; it is not a JSON Schema
     2020-12 keyword (Ajv's strict mode refuses it) and the tag's ``enum``
-    already selects the variant.
+    already selects the variant. Descriptions (docstrings) are cleaned with
+    ``inspect.cleandoc``: msgspec 0.23 dedents them, 0.22 does not, and the
+    bytes must not depend on the msgspec release within the core's range.
     """
     if isinstance(node, dict):
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key == "discriminator":
                 continue
-            if (
+            if key == "description" and isinstance(value, str):
+                out[key] = inspect.cleandoc(value)
+            elif (
                 key == "$ref"
                 and isinstance(value, str)
                 and value.startswith("#/$defs/")
