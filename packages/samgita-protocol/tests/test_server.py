@@ -949,3 +949,23 @@ def test_defaults() -> None:
     assert server.state == "new" and server.capabilities == frozenset()
     assert server.durable is False
     assert "Server(" in repr(server)
+
+
+def test_answered_server_requests_are_remembered_in_a_window_of_max_completed() -> None:
+    spy = Spy()
+    server = ready(spy, max_completed=2)
+    replies = []
+    for name in ("a", "b", "c"):
+        request = server.request("request/cancel", {"request_id": name}, now=0.0)
+        reply = Response(
+            id=request.id,
+            correlation_id=request.id,
+            result=CancelResult(request_id=name, cancel_status="requested"),
+        )
+        assert server.receive(wire(reply)) == []
+        replies.append(reply)
+    assert server.receive(wire(replies[2])) == []  # a remembered duplicate: suppressed
+    with pytest.raises(ProtocolError) as exc:
+        server.receive(wire(replies[0]))  # forgotten: unknown
+    assert exc.value.code == ErrorCode.UNKNOWN_RESPONSE
+    assert len(spy.outcomes) == 3
