@@ -430,9 +430,15 @@ class Verifier:
         if summary:
             print(summary, flush=True)
         if proc.returncode != 0:
-            tail = "\n      ".join(
-                (proc.stdout + proc.stderr).strip().splitlines()[-60:]
-            )
+            out = (proc.stdout + proc.stderr).strip().splitlines()
+            # The short summary names every failure; fall back to the tail.
+            marks = [
+                i for i, line in enumerate(out) if "short test summary info" in line
+            ]
+            shown = out[marks[-1] :] if marks else out[-60:]
+            # pytest's closing line was echoed above already (counted once).
+            shown = [line for line in shown if not SUMMARY.match(line.strip())]
+            tail = "\n      ".join(shown[-80:])
             raise Failure(f"pytest exit {proc.returncode}:\n      {tail}")
         self.report.ok(
             f"{pkg.dist}: tests from the sdist against the installed wheel",
