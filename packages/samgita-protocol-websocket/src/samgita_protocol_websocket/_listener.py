@@ -188,8 +188,16 @@ class Listener:
     """
 
     def __init__(
-        self, *, host: str, port: int, secure: bool, server: _WsServer, policy: _Policy
+        self,
+        *,
+        host: str,
+        port: int,
+        secure: bool,
+        host_id: str,
+        server: _WsServer,
+        policy: _Policy,
     ) -> None:
+        self.host_id = host_id
         self.host = host
         self.port = port
         self.secure = secure
@@ -393,6 +401,7 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
             host=bound[0],
             port=bound[1],
             secure=self._ssl is not None,
+            host_id=self._host_id,
             server=server,
             policy=policy,
         )

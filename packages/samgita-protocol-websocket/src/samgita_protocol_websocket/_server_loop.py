@@ -67,6 +67,8 @@ class AgentConnection:
         self._logger = logger
         self._server: Any = None
         self._closed = asyncio.Event()
+        # True while some task is inside ws.send (the writer or a direct sender).
+        self._busy = False
         self._close_reason: str | None = None
 
     def __repr__(self) -> str:
@@ -135,6 +137,19 @@ class AgentConnection:
 
     async def _enqueue(self, data: bytes) -> None:
         self._check_open()
+        if not self._busy and self._queue.empty():
+            # Nothing is waiting and nobody is writing: send from this task and
+            # save the hop through the writer task (order is kept, since the
+            # queue is empty and this producer waits for its own send).
+            self._busy = True
+            try:
+                async with asyncio.timeout(self._send_timeout):
+                    await self._ws.send(data, text=True)
+            except TimeoutError:
+                await self._not_reading()
+            finally:
+                self._busy = False
+            return
         try:
             self._queue.put_nowait(data)
             return
@@ -144,16 +159,31 @@ class AgentConnection:
             async with asyncio.timeout(self._send_timeout):
                 await self._queue.put(data)
         except TimeoutError:
-            self._logger.warning("closing connection: %s", NOT_READING)
-            await self.close(CloseCode.POLICY_VIOLATION, NOT_READING)
-            raise ConnectionError(NOT_READING) from None
+            await self._not_reading()
+
+    async def _not_reading(self) -> None:
+        self._logger.warning("closing connection: %s", NOT_READING)
+        self._close_reason = NOT_READING
+        self._closed.set()
+        # The close frame is best effort: a peer that does not read will not
+        # read it either, so wait no longer than send_timeout, then drop TCP.
+        try:
+            async with asyncio.timeout(self._send_timeout):
+                await self._ws.close(CloseCode.POLICY_VIOLATION, NOT_READING)
+        except TimeoutError:
+            self._ws.transport.abort()
+        raise ConnectionError(NOT_READING)
 
     async def _writer(self) -> None:
         while True:
             data = await self._queue.get()
             if data is None:
                 return
-            await self._ws.send(data, text=True)
+            self._busy = True
+            try:
+                await self._ws.send(data, text=True)
+            finally:
+                self._busy = False
 
 
 def default_capabilities(handler: Any) -> tuple[str, ...]:

@@ -42,6 +42,7 @@ from ._server_loop import AgentConnection
 
 __all__ = ["AgentState", "FakeAgent", "main"]
 
+_ASK_AGAIN = "ask-again"
 GROUPS = (
     "project_events.v1",
     "sessions.v1",
@@ -273,7 +274,12 @@ class FakeAgent(core.Handler):
                 and getattr(entry, "approval_id", None) == approval_id
             ):
                 if not entry.approval.done():
-                    if isinstance(outcome, core.ProtocolError):
+                    if (
+                        isinstance(outcome, core.ProtocolError)
+                        and outcome.code == "disconnected"
+                    ):
+                        entry.approval.set_result(_ASK_AGAIN)
+                    elif isinstance(outcome, core.ProtocolError):
                         entry.approval.set_result("error:" + str(outcome.code))
                     else:
                         entry.approval.set_result(outcome.decision)
@@ -370,6 +376,23 @@ class FakeAgent(core.Handler):
                 entry, "turn/completed", core.TurnCompletedParams(turn=entry.turn)
             )
 
+    async def _send_approval(self, entry: _Turn, params: Any) -> None:
+        while True:
+            if entry.interrupted:
+                assert entry.approval is not None
+                if not entry.approval.done():
+                    entry.approval.set_result("interrupted")
+                return
+            for conn in list(entry.subscribers):
+                if conn.closed:
+                    continue
+                try:
+                    await conn.request("approval/request", params)
+                    return
+                except (ConnectionError, core.ProtocolError):
+                    continue
+            await asyncio.sleep(0.05)  # no client connected: wait for one to resume
+
     async def _ask_approval(self, entry: _Turn) -> str:
         loop = asyncio.get_running_loop()
         approval_id = self.state.next_id("approval")
@@ -385,24 +408,16 @@ class FakeAgent(core.Handler):
             thread_id=entry.turn.thread_id,
             turn_id=entry.turn.turn_id,
         )
-        asked = False
-        while not asked:
-            for conn in list(entry.subscribers):
-                if conn.closed:
-                    continue
-                try:
-                    await conn.request("approval/request", params)
-                    asked = True
-                    break
-                except (ConnectionError, core.ProtocolError):
-                    continue
-            if not asked:
-                await asyncio.sleep(0.05)  # no client connected: wait for one to resume
-                if entry.interrupted:
-                    return "interrupted"
         try:
             async with asyncio.timeout(self.state.approval_timeout):
-                decision = await entry.approval
+                while True:
+                    await self._send_approval(entry, params)
+                    decision = await entry.approval
+                    if decision != _ASK_AGAIN:
+                        break
+                    # The connection carrying the request ended unanswered: ask
+                    # again (same approval_id, action and deadline) on the next one.
+                    entry.approval = loop.create_future()
         except TimeoutError:
             decision = "expired"
         self.state.approvals[approval_id] = decision
