@@ -969,3 +969,18 @@ def test_answered_server_requests_are_remembered_in_a_window_of_max_completed() 
         server.receive(wire(replies[0]))  # forgotten: unknown
     assert exc.value.code == ErrorCode.UNKNOWN_RESPONSE
     assert len(spy.outcomes) == 3
+
+
+def test_text_frames_work_like_bytes() -> None:
+    spy = Spy()
+    server = ready(spy)
+    [response] = server.receive(cancel("a", id="t1").decode())
+    assert response.result.request_id == "a"
+    [again] = server.receive(cancel("a", id="t1"))  # the same request as bytes
+    assert again.result.request_id == "a"
+    [conflict] = server.receive(cancel("b", id="t1").decode())
+    assert conflict.error.code == "conflict"
+    [memory] = server.receive(memoryview(cancel("a", id="t2")))
+    assert memory.result.request_id == "a"
+    with pytest.raises(TypeError):
+        server.receive(12)  # type: ignore[arg-type]

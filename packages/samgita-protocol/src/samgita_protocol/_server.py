@@ -4,8 +4,10 @@ One `Server` per authenticated connection. `Server.receive` takes the bytes
 of one message and returns the messages to send back, in order; it answers
 ``connection/initialize`` itself, refuses anything outside the negotiated
 groups without calling the handler, and calls the handler for everything
-else. It never touches a socket, a clock (unless no ``now`` is given for an
-approval deadline), a thread or a logger, and never retries anything.
+else. It never touches a socket, a thread or a logger, reads a clock only
+when the caller gives no ``now`` (``receive``: the wall clock, only when an
+approval deadline is checked; ``request``: ``time.monotonic()``), and never
+retries anything.
 
 Every public method completes or raises and leaves the Server as it was.
 """

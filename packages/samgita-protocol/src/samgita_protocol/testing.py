@@ -80,7 +80,7 @@ from ._schema import (
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["FakeHost"]
+__all__ = ["ALL_GROUPS", "FakeHost"]
 
 #: Every defined capability group, in definition order.
 ALL_GROUPS: Final = tuple(CAPABILITY_GROUPS)
