@@ -186,6 +186,7 @@ class Client:
         "_incoming",
         "_limits",
         "_negotiated",
+        "_notifications",
         "_offer",
         "_outbox",
         "_required",
@@ -274,6 +275,8 @@ class Client:
         )
         self._state = ClientState.NEW
         self._negotiated: frozenset[str] = frozenset()
+        # Notification methods of the negotiated groups (empty unless ready).
+        self._notifications: frozenset[str] = frozenset()
         self._version: str | None = None
         self._connection_id: str | None = None
         self._offer: InitializeParams | None = None
@@ -515,6 +518,10 @@ class Client:
         outbox = self._outbox
         if method == _INITIALIZE:
             converted: Any = self._initialize_params(params)
+        elif type(params) is spec.params:
+            # A params Struct is validated with the envelope by encode below
+            # (converting it first would validate it twice).
+            converted = params
         else:
             converted = convert_params(method, params)
         request_id, counter = outbox.choose_id(id)
@@ -582,7 +589,10 @@ class Client:
             )
         notification = Notification(
             method=method,
-            params=convert_params(method, params),
+            # A params Struct is validated with the envelope by encode below.
+            params=params
+            if type(params) is spec.params
+            else convert_params(method, params),
             stream_id=_UNSET if stream_id is None else stream_id,
             cursor=_UNSET if cursor is None else cursor,
             correlation_id=_UNSET if correlation_id is None else correlation_id,
@@ -623,12 +633,13 @@ class Client:
                 stream buffer is full). Nothing changed.
             TypeError, ValueError: ``now`` is not an aware datetime.
         """
-        clock = wall_clock(now)
+        clock = None if now is None else wall_clock(now)
         if self._state is ClientState.DISCONNECTED:
             raise _disconnected()
         wire: bytes | str | None
-        if isinstance(data, (bytes, str)):
-            wire = data
+        kind = type(data)
+        if kind is bytes or kind is str or isinstance(data, (bytes, str)):
+            wire = data  # type: ignore[assignment]
         elif isinstance(data, (bytearray, memoryview)):
             wire = bytes(data)
         else:
@@ -698,6 +709,12 @@ class Client:
         result: InitializeResult = outcome
         self._state = self._moved(_Move.INITIALIZED)
         self._negotiated = frozenset(result.capabilities)
+        self._notifications = frozenset(
+            name
+            for group in self._negotiated
+            for name in CAPABILITY_GROUPS[group]
+            if METHODS[name].kind == "notification"
+        )
         self._version = result.version
         self._connection_id = result.connection_id
         self._host_id = result.host_id
@@ -738,14 +755,13 @@ class Client:
     def _receive_notification(
         self, notification: Notification, wire: bytes | str | None
     ) -> list[Effect]:
-        if self._state is not ClientState.READY:
-            raise ProtocolError(
-                ErrorCode.NOT_INITIALIZED,
-                "notification before initialization",
-                origin="peer",
-            )
-        spec = METHODS[notification.method]
-        if spec.group not in self._negotiated:
+        if notification.method not in self._notifications:
+            if self._state is not ClientState.READY:
+                raise ProtocolError(
+                    ErrorCode.NOT_INITIALIZED,
+                    "notification before initialization",
+                    origin="peer",
+                )
             raise ProtocolError(
                 ErrorCode.UNSUPPORTED,
                 "the notification's capability group was not negotiated",
@@ -827,6 +843,7 @@ class Client:
         outbox = self._outbox
         ended = outbox.abandon(list(outbox.pending), "disconnect")
         self._incoming = {}
+        self._notifications = frozenset()
         self._state = self._moved(_Move.DISCONNECT)
         return [ErrorReceived(request, error) for request, error in ended]
 
@@ -877,6 +894,7 @@ class Client:
         self._streams.reconnect()
         self._resumes.clear()
         self._negotiated = frozenset()
+        self._notifications = frozenset()
         self._version = None
         self._connection_id = None
         self._offer = None

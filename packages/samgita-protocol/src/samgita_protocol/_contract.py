@@ -140,14 +140,28 @@ def check_echo(request: Request, response: Response) -> None:
     Raises:
         ProtocolError: ``mismatched_response`` (origin ``peer``).
     """
-    for field in _ECHO_FIELDS:
-        if getattr(request, field) != getattr(response, field):
-            raise _error(
-                ErrorCode.MISMATCHED_RESPONSE,
-                "response does not echo the request's identity",
-                "peer",
-                {"id": request.id, "field": field},
-            )
+    # One tuple comparison on the common path; the loop only names the field.
+    if (
+        request.correlation_id,
+        request.command_id,
+        request.causation_id,
+        request.project_ref,
+        request.task_ref,
+    ) == (
+        response.correlation_id,
+        response.command_id,
+        response.causation_id,
+        response.project_ref,
+        response.task_ref,
+    ):
+        return
+    field = next(f for f in _ECHO_FIELDS if getattr(request, f) != getattr(response, f))
+    raise _error(
+        ErrorCode.MISMATCHED_RESPONSE,
+        "response does not echo the request's identity",
+        "peer",
+        {"id": request.id, "field": field},
+    )
 
 
 # -- per-method rules ------------------------------------------------------------
