@@ -1,0 +1,67 @@
+"""The console script: prints the bound URL, serves, exits 0 on SIGINT and SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from samgita_protocol_websocket import connect
+from samgita_protocol_websocket.fake_agent import main
+
+from conftest import TOKEN
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_fake_agent_serves_and_exits_cleanly(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "samgita_protocol_websocket.fake_agent", "--host", "127.0.0.1", "--port", "0",
+         "--token-file", str(token_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("ws://127.0.0.1:") and url.endswith("/app-server")
+
+        async def session() -> str:
+            async with connect(url, token=TOKEN, capabilities=["sessions.v1"]) as s:
+                return str(
+                    (await s.request("thread/start", {}, command_id="c")).thread.status
+                )
+
+        assert asyncio.run(session()) == "active"
+        proc.send_signal(sig)
+        assert proc.wait(10) == 0
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        assert "Traceback" not in err and TOKEN not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_unreadable_token_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--token-file", str(tmp_path / "missing")]) == 2
+    assert "token-file" in capsys.readouterr().err
+
+
+def test_non_loopback_host_refused_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    assert main(["--host", "0.0.0.0", "--token-file", str(token_file)]) == 2
+    assert "allow_insecure_non_loopback" in capsys.readouterr().err
