@@ -43,6 +43,8 @@ from samgita_protocol._effects import (
 )
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._schema import Request
+from samgita_protocol._server import Server
+from samgita_protocol.testing import FakeHost
 
 ALL = [
     "project_events.v1",
@@ -218,10 +220,21 @@ class ClientModel(RuleBasedStateMachine):
             assert snapshot(self.client) == before, exc
             return None
 
+    def answer(self, request_bytes: bytes, kind: str) -> list[bytes]:
+        """What the peer sends back for one delivered request."""
+        return [
+            respond(request_bytes, error=kind == "error", invalid=kind == "invalid")
+        ]
+
+    def new_peer(self) -> None:
+        """A fresh peer connection (at start and after each reconnect)."""
+
     def handshake(self) -> None:
+        self.new_peer()
         init = self.client.request("connection/initialize", {}, now=self.now)
         self.issued[init.id] = init
-        self.record(self.client.receive(respond(encode(init))))
+        for reply in self.answer(encode(init), "ok"):
+            self.record(self.client.receive(reply))
         assert self.client.state is ClientState.READY
 
     @initialize()
@@ -468,11 +481,13 @@ class ClientModel(RuleBasedStateMachine):
 
     @rule()
     def drain_and_ack(self) -> None:
-        delivered = self.client.drain()
-        if delivered:
-            last = delivered[-1]
-            assert isinstance(last.cursor, int)
-            self.client.ack_cursor("s", last.cursor)
+        last: dict[str, int] = {}
+        for notification in self.client.drain():
+            assert isinstance(notification.stream_id, str)
+            assert isinstance(notification.cursor, int)
+            last[notification.stream_id] = notification.cursor
+        for stream_id, cursor in last.items():
+            self.client.ack_cursor(stream_id, cursor)
 
     # -- invariants -----------------------------------------------------------------
 
@@ -511,13 +526,30 @@ class ClientModel(RuleBasedStateMachine):
         assert set(self.client.uncertain) <= self.mutations
 
 
-_CI = bool(os.environ.get("CI"))
+class ServerPeerModel(ClientModel):
+    """The same model with the real Server hosting a FakeHost as the peer:
+    its responses, its conflict window and its lifecycle notifications
+    (which enter the client's stream buffer) go over the same network."""
 
-TestClientModel = ClientModel.TestCase
-TestClientModel.settings = settings(
+    def new_peer(self) -> None:
+        if not hasattr(self, "host"):
+            self.host = FakeHost()
+        self.server = Server(self.host, capabilities=ALL, host_id="h")
+
+    def answer(self, request_bytes: bytes, kind: str) -> list[bytes]:
+        return [encode(message) for message in self.server.receive(request_bytes)]
+
+
+_CI = bool(os.environ.get("CI"))
+_SETTINGS = settings(
     max_examples=1000 if _CI else 100,
     stateful_step_count=30,
     derandomize=_CI,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+
+TestClientModel = ClientModel.TestCase
+TestClientModel.settings = _SETTINGS
+TestServerPeerModel = ServerPeerModel.TestCase
+TestServerPeerModel.settings = settings(_SETTINGS, max_examples=300 if _CI else 50)
