@@ -57,7 +57,9 @@ const event = { event_id: "node-evt-1", delivery_attempt_id: "a1", created_at: "
 out.event = await request("project/event.receive", { event }, { command_id: "node-cmd-1" });
 const thread = (await request("thread/start", {}, { command_id: "node-cmd-2" })).thread;
 await request("turn/start", { thread_id: thread.thread_id, input: [{ type: "text", text: "hi" }] }, { command_id: "node-cmd-3" });
-await Promise.race([turnCompleted, new Promise((_, rej) => setTimeout(() => rej(new Error("turn timeout")), 20000))]);
+let timer;
+await Promise.race([turnCompleted, new Promise((_, rej) => { timer = setTimeout(() => rej(new Error("turn timeout")), 20000); })]);
+clearTimeout(timer);
 // A binary frame is not part of this protocol: the listener closes with 1003.
 ws.send(Buffer.from([1, 2, 3]), { binary: true });
 await new Promise((r) => ws.on("close", r));
