@@ -342,6 +342,9 @@ class TestIngestPage:
             s.ingest(delta(i))
         assert s.ingest_page("a", [delta(i) for i in range(1, 6)]) == 3
         assert s.position("a") == StreamPosition(0, 0, 5)
+        assert [n.cursor for n in s.drain()] == [1, 2, 3, 4, 5]
+        assert s.position("a") == StreamPosition(0, 5, 5)
+        s.ack("a", 5)
         assert s.ingest_page("a", [delta(i) for i in range(1, 6)]) == 0
         assert s.ingest_page("a", []) == 0
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import Final, NamedTuple, cast
+from typing import Final, NamedTuple
 
 import msgspec
 from msgspec import UNSET
@@ -253,7 +253,10 @@ class ClientStreams:
         self._streams: dict[str, _Stream] = {
             stream_id: _Stream(cursor) for stream_id, cursor in restored.items()
         }
-        self._buffer: deque[Notification] = deque()
+        # Undelivered notifications in arrival order, each with its stream's
+        # state (stable objects: a page is committed into them in place) and
+        # cursor, so drain needs no lookups.
+        self._buffer: deque[tuple[_Stream, int, Notification]] = deque()
 
     def __repr__(self) -> str:
         return (
@@ -348,7 +351,24 @@ class ClientStreams:
                 ``max_stream_hashes``), raised before any position advances.
         """
         stream_id, cursor = _sequenced(notification)
-        stream = self._stream(stream_id)
+        stream = self._streams.get(stream_id)
+        if stream is not None and cursor == stream.received + 1:
+            # The common case, the next cursor of a known stream, without
+            # the duplicate and gap checks it cannot fail.
+            if len(self._buffer) >= self._max_buffered:
+                raise _limit("max_buffered_notifications", self._max_buffered)
+            retained = stream.retained
+            if len(retained) >= self._max_hashes:
+                raise _limit("max_stream_hashes", self._max_hashes)
+            if content is not None and len(content) <= INLINE_CONTENT_BYTES:
+                retained.append(notification)
+            else:
+                retained.append(_content(notification, content))
+            stream.received = cursor
+            self._buffer.append((stream, cursor, notification))
+            return True
+        if stream is None:
+            stream = self._stream(stream_id)
         if self._duplicate(stream_id, stream, cursor, notification):
             return False
         if len(self._buffer) >= self._max_buffered:
@@ -358,7 +378,7 @@ class ClientStreams:
         stream.retained.append(_content(notification, content))
         stream.received = cursor
         self._streams[stream_id] = stream
-        self._buffer.append(notification)
+        self._buffer.append((stream, cursor, notification))
         return True
 
     def ingest_page(self, stream_id: str, events: Iterable[Notification]) -> int:
@@ -392,7 +412,7 @@ class ClientStreams:
         existing = self._stream(stream_id)
         # Work on a scratch copy of this stream; commit only when all fit.
         stream = existing.copy()
-        fresh: list[Notification] = []
+        fresh: list[tuple[_Stream, int, Notification]] = []
         room = self._max_buffered - len(self._buffer)
         for event in events:
             cursor = event.cursor
@@ -405,9 +425,12 @@ class ClientStreams:
                 raise _limit("max_stream_hashes", self._max_hashes)
             stream.retained.append(_content(event, None))
             stream.received = cursor
-            fresh.append(event)
+            fresh.append((existing, cursor, event))
         if fresh:
-            self._streams[stream_id] = stream
+            # -- no failure below this line --
+            existing.received = stream.received
+            existing.retained = stream.retained
+            self._streams[stream_id] = existing
             self._buffer.extend(fresh)
         return len(fresh)
 
@@ -429,13 +452,9 @@ class ClientStreams:
             raise ValueError(f"expected max to be a non-negative int, got: {max!r}")
         else:
             count = min(max, len(buffer))
-        streams = self._streams
         out: list[Notification] = []
         for _ in range(count):
-            notification = buffer.popleft()
-            # Only sequenced notifications are buffered.
-            stream = streams[cast(str, notification.stream_id)]
-            cursor = cast(int, notification.cursor)
+            stream, cursor, notification = buffer.popleft()
             if cursor > stream.delivered:
                 stream.delivered = cursor
             out.append(notification)
@@ -526,8 +545,9 @@ class ClientStreams:
         other._max_buffered = self._max_buffered
         other._max_streams = self._max_streams
         other._max_hashes = self._max_hashes
-        other._streams = {k: s.copy() for k, s in self._streams.items()}
-        other._buffer = self._buffer.copy()
+        copies = {id(s): s.copy() for s in self._streams.values()}
+        other._streams = {k: copies[id(s)] for k, s in self._streams.items()}
+        other._buffer = deque((copies[id(s)], c, n) for s, c, n in self._buffer)
         return other
 
 
