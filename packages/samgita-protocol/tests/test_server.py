@@ -984,3 +984,29 @@ def test_text_frames_work_like_bytes() -> None:
     assert memory.result.request_id == "a"
     with pytest.raises(TypeError):
         server.receive(12)  # type: ignore[arg-type]
+
+
+def test_initialize_offer_rules() -> None:
+    host = FakeHost(capabilities=["sessions.v1", "approvals.v1"])
+    server = Server(
+        host, capabilities=host.capabilities, host_id="h", connection_id="c"
+    )
+    offer = {"versions": ["0.9", "1.0"], "capabilities": ["future.v9", "approvals.v1"]}
+    bad = {**offer, "required_capabilities": ["sessions.v1"]}
+    [refused] = server.receive(raw_request("connection/initialize", bad, id="i1"))
+    assert refused.error.code == "invalid_params"
+    assert server.state == "new"
+    [response] = server.receive(raw_request("connection/initialize", offer, id="i2"))
+    # An unknown optional offer is ignored, not an error.
+    assert msgspec.to_builtins(response.result) == {
+        "version": "1.0",
+        "capabilities": ["approvals.v1"],
+        "connection_id": "c",
+        "host_id": "h",
+    }
+    assert server.capabilities == {"approvals.v1"}
+    [unsupported] = server.receive(
+        raw_request("thread/read", {"thread_id": "t"}, id="i3")
+    )
+    assert unsupported.error.code == "unsupported"
+    assert host.threads == {}
