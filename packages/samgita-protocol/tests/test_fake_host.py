@@ -121,3 +121,20 @@ def test_thread_read_lists_the_threads_turns_in_order() -> None:
     read = pair.result("thread/read", {"thread_id": a.thread_id})
     assert [t.turn_id for t in read.turns] == [turns[0], turns[2]]
     assert read.thread.status == "idle"
+
+
+def test_publish_sequences_host_driven_notifications() -> None:
+    pair = ConnectionPair()
+    thread = pair.result("thread/start", {}, command_id="k1").thread
+    closed = pair.fake.publish(
+        pair.server, "thread/closed", {"thread_id": thread.thread_id}
+    )
+    assert (closed.stream_id, closed.cursor) == ("fake-stream", 2)
+    assert pair.to_client(closed) == []
+    assert [n.method for n in pair.client.drain()] == [
+        "thread/started",
+        "thread/closed",
+    ]
+    with pytest.raises(ProtocolError):
+        pair.fake.publish(pair.server, "thread/closed", {"bogus": 1})
+    assert pair.fake.replay.last_cursor == 2

@@ -32,7 +32,9 @@ package's fake Agent; its API below is kept stable.
 * ``cancellation.v1``: requests are handled synchronously, so every
   ``request/cancel`` is ``already_finished``.
 
-Incoming notifications are recorded in `notifications`.
+Incoming notifications are recorded in `notifications`. Outside a request,
+`publish` emits a notification through the same log (``thread/closed``, for
+example).
 """
 
 from __future__ import annotations
@@ -227,6 +229,24 @@ class FakeHost(Handler):
         else:
             params = fields
         return server.request("approval/request", params, now=now)
+
+    def publish(self, server: Server, method: str, params: Any) -> Notification:
+        """Emit a notification outside any request (for example
+        ``thread/closed``), sequenced by the host's `Replay` like everything
+        the host emits: ``server.notify`` validates it with the next cursor,
+        then the log retains it. Send the returned notification.
+
+        Raises:
+            ProtocolError: as `Server.notify` (nothing is logged then).
+        """
+        notification = server.notify(
+            method,
+            params,
+            stream_id=self.replay.stream_id,
+            cursor=self.replay.last_cursor + 1,
+        )
+        self.replay.append(notification)
+        return notification
 
     def decisions(self) -> Mapping[str, Any]:
         """Outcomes of server-initiated approvals by ``approval_id``: the
