@@ -1302,3 +1302,36 @@ def test_checkpoints_restore_requires_the_same_host() -> None:
     client.receive(answer(init, result=init_result()))
     assert client.receive(delta(stream_id="s", cursor=4)) == []
     assert client.buffered == 0
+
+
+def test_receive_accepts_str_buffers_and_messages() -> None:
+    client = ready()
+    first = start_thread(client, 1)
+    reply = answer(first, result=thread_result())
+    assert isinstance(client.receive(reply.decode())[0], ResponseReceived)
+    second = start_thread(client, 2)
+    assert isinstance(
+        client.receive(bytearray(answer(second, result=thread_result())))[0],
+        ResponseReceived,
+    )
+    third = client.request("request/cancel", {"request_id": "x"})
+    message = Response(
+        id=third.id,
+        correlation_id=third.correlation_id,
+        result=msgspec.Raw(b'{"request_id":"x","cancel_status":"requested"}'),
+    )
+    [effect] = client.receive(message)
+    assert isinstance(effect, ResponseReceived)
+    assert effect.result.cancel_status == "requested"
+    assert client.receive(message) == []  # duplicate, compared by digest
+    with pytest.raises(TypeError):
+        client.receive(42)  # type: ignore[arg-type]
+
+
+def test_state_views_are_read_only() -> None:
+    client = ready()
+    request = start_thread(client)
+    for view in (client.pending, client.incoming, client.uncertain):
+        with pytest.raises(TypeError):
+            view["x"] = request  # type: ignore[index]
+    assert client.pending == {request.id: request}
