@@ -52,6 +52,7 @@ from ._validate import (
     HEAD_DECODER,
     MAX_DEPTH,
     PARAMS_DECODERS,
+    ascii_only,
     check_struct,
     depth_within,
     error,
@@ -159,7 +160,7 @@ def decode_checked(wire: bytes) -> Message:
             return explain(wire)
     elif (envelope.stream_id is UNSET) is not (envelope.cursor is UNSET):
         return explain(wire)
-    ascii_input = wire.isascii()
+    ascii_input = ascii_only(wire)
     raw = envelope.params
     if has_free_form(spec.params) and not depth_within(bytes(raw), MAX_DEPTH - 1):
         return explain(wire)
@@ -196,13 +197,25 @@ def _unique_keys(wire: bytes, pairs: tuple[tuple[bytes, bytes], ...]) -> bool:
         except _DECODE_FAILURES:
             return False
         return True
-    return find_duplicate_key(wire) is None
+    # A value msgspec dropped for a repeated key was never decoded, so its
+    # UTF-8 is unchecked: let the exact path name that first.
+    return _utf8(wire) and find_duplicate_key(wire) is None
+
+
+def _utf8(wire: bytes) -> bool:
+    if wire.isascii():
+        return True
+    try:
+        wire.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _response(wire: bytes, envelope: Response) -> Message:
     if (envelope.result is UNSET) is (envelope.error is UNSET):
         return explain(wire)
-    ascii_input = wire.isascii()
+    ascii_input = ascii_only(wire)
     try:
         if not ascii_input:
             check_struct(envelope, "", ascii_input)

@@ -141,6 +141,13 @@ def has_free_form(cls: type[msgspec.Struct]) -> bool:
     return _PLANS[cls].free_form
 
 
+def ascii_only(data: bytes) -> bool:
+    """Whether every string ``data`` decodes to is ASCII (so its length in
+    code points is its length in UTF-8 bytes): ASCII bytes and no ``\\u``
+    escape, which can spell any character."""
+    return data.isascii() and b"\\u" not in data
+
+
 def needs_walk(cls: type[msgspec.Struct], ascii_input: bool) -> bool:
     """Whether ``check_struct`` can find anything in a ``cls`` value."""
     plan = _PLANS[cls]
@@ -388,7 +395,8 @@ _TOKEN: Final = re.compile(
 
 def _key_text(literal: bytes) -> str:
     if b"\\" not in literal:
-        return literal[1:-1].decode("utf-8")
+        # surrogateescape: never raises, and equal bytes stay equal keys.
+        return literal[1:-1].decode("utf-8", "surrogateescape")
     value: str = msgspec.json.decode(literal, type=str)
     return value
 
@@ -610,6 +618,14 @@ def decode_params(spec: MethodSpec, raw: bytes | msgspec.Raw, ascii_input: bool)
     return params
 
 
+def _keys_unique(data: bytes, value: Any) -> bool:
+    """A sufficient condition for ``data`` (which decoded to the untyped
+    ``value``) repeating no key: without a backslash every string
+    round-trips byte for byte, so each repeated key would leave the
+    re-encoding at least one colon short."""
+    return b"\\" not in data and data.count(b":") == ENCODER.encode(value).count(b":")
+
+
 def explain(data: bytes) -> Message:
     """The complete, ordered decode of ``data`` (at most the size bound):
     UTF-8, depth, JSON syntax, duplicate keys, then the schema. Returns the
@@ -634,15 +650,16 @@ def explain(data: bytes) -> Message:
         value = ANY_DECODER.decode(data)
     except (msgspec.DecodeError, ValueError, RecursionError) as exc:
         raise json_error(data, exc) from None
-    problem = find_duplicate_key(data)
-    if problem is not None and problem.code is ErrorCode.DUPLICATE_KEY:
-        raise problem
+    if not _keys_unique(data, value):
+        problem = find_duplicate_key(data)
+        if problem is not None and problem.code is ErrorCode.DUPLICATE_KEY:
+            raise problem
     spec = envelope_rules(value)
     try:
         message = ENVELOPE_DECODER.decode(data)
     except msgspec.ValidationError as exc:
         raise from_validation_error(exc, "") from None
-    ascii_input = data.isascii()
+    ascii_input = ascii_only(data)
     return finish(message, spec, ascii_input)
 
 
@@ -714,7 +731,7 @@ def convert_params(
     raw = _as_json(value, ErrorCode.INVALID_FIELD, "params")
     try:
         _check_json_bytes(raw, "/params")
-        params: msgspec.Struct = decode_params(spec, raw, raw.isascii())
+        params: msgspec.Struct = decode_params(spec, raw, ascii_only(raw))
     except ProtocolError as exc:
         raise exc.with_origin("local") from None
     return params
@@ -751,7 +768,7 @@ def decode_result(
 
 
 def _decode_result_bytes(spec: MethodSpec, data: bytes) -> Any:
-    ascii_input = data.isascii()
+    ascii_input = ascii_only(data)
     if not ascii_input:
         try:
             data.decode("utf-8")
