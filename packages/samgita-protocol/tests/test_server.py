@@ -1010,3 +1010,15 @@ def test_initialize_offer_rules() -> None:
     )
     assert unsupported.error.code == "unsupported"
     assert host.threads == {}
+
+
+def test_notifications_emitted_before_a_handlers_own_typed_error_go_out() -> None:
+    def emit_then_refuse(method: str, params: Any, context: RequestContext) -> Any:
+        context.notify("thread/closed", {"thread_id": "t"})
+        raise ProtocolError(ErrorCode.INTERNAL_ERROR, "the host's own words")
+
+    spy = Spy(emit_then_refuse, groups=("cancellation.v1", "sessions.v1"))
+    server = ready(spy, groups=("cancellation.v1", "sessions.v1"))
+    response, closed = server.receive(cancel())
+    assert response.error.message == "the host's own words"
+    assert closed.method == "thread/closed"

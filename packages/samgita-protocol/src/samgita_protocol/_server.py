@@ -132,9 +132,22 @@ def _error_response(request: Request, error: ProtocolError) -> Response:
     )
 
 
+#: The error object of every response the Server substitutes for a failed
+#: callback (compared by identity: a handler's own internal_error is not one).
+_INTERNAL_WIRE: Final = ProtocolError(
+    ErrorCode.INTERNAL_ERROR, _REQUEST_FAILED
+).to_wire()
+
+
 def _internal(request: Request) -> Response:
-    return _error_response(
-        request, ProtocolError(ErrorCode.INTERNAL_ERROR, _REQUEST_FAILED)
+    return Response(
+        id=request.id,
+        correlation_id=request.correlation_id,
+        command_id=request.command_id,
+        causation_id=request.causation_id,
+        project_ref=request.project_ref,
+        task_ref=request.task_ref,
+        error=_INTERNAL_WIRE,
     )
 
 
@@ -619,11 +632,8 @@ class Server:
             response = self._own_result(request, spec, outcome, now)
         finally:
             emitter.open = False
-        if (
-            response.error is not UNSET
-            and response.error.code == ErrorCode.INTERNAL_ERROR
-        ):
-            return [response]
+        if response.error is _INTERNAL_WIRE:
+            return [response]  # nothing of a failed callback leaves the host
         return [response, *emitter.queued]
 
     def _own_error(self, request: Request, error: ProtocolError) -> Response:
