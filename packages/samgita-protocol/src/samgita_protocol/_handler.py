@@ -14,10 +14,12 @@ calls `context.notify(...)`, which validates the notification at once (raising
 `ProtocolError` to the callback when it cannot be sent) and queues it. When
 the callback's outcome goes out as the handler built it, `Server.receive`
 returns the response first and then the queued notifications, in the order
-they were emitted. When the Server replaces the outcome by `internal_error`
-(the callback raised something other than `ProtocolError`, or its result or
-error failed the checks), the queued notifications are dropped with it:
-nothing of a failed callback leaves the host. A replayable notification the
+they were emitted (also after the handler's own typed error, and after an
+``approval_expired`` answer to an approval given too late). When the Server
+substitutes ``internal_error`` for the outcome (the callback raised
+something other than `ProtocolError`, or its result or error failed the
+checks), the queued notifications are dropped with it: nothing of a failed
+callback leaves the host. A replayable notification the
 host also appended to its `Replay` log stays there and is served by
 `stream/resume`. Outside a callback, the host sends notifications with
 `Server.notify(...)`.
