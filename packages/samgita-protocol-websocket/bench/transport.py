@@ -101,6 +101,35 @@ async def measure(
     return rounds / elapsed, statistics.median(rtts) * 1e6, p99 * 1e6
 
 
+def core_cost_us(size: int, rounds: int) -> float:
+    """Median in-process cost of the core alone: Server.receive of the request plus encode of the reply."""
+    import samgita_protocol as core
+
+    from samgita_protocol_websocket.fake_agent import AgentState, FakeAgent
+
+    class _Conn:
+        closed = False
+
+    server = core.Server(FakeAgent(AgentState(), _Conn()), capabilities=GROUPS)  # type: ignore[arg-type]
+    init = {
+        "schema_version": "1.0",
+        "type": "request",
+        "id": "init",
+        "correlation_id": "init",
+        "method": "connection/initialize",
+        "params": {"versions": ["1.0"], "capabilities": GROUPS},
+    }
+    server.receive(json.dumps(init))
+    costs = []
+    for i in range(rounds):
+        m = request_bytes(i, size)
+        t0 = time.perf_counter()
+        for reply in server.receive(m):
+            core.encode(reply)
+        costs.append(time.perf_counter() - t0)
+    return statistics.median(costs) * 1e6
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -201,7 +230,7 @@ async def main() -> None:
         ):
             bare_url = f"ws://127.0.0.1:{bare.sockets[0].getsockname()[1]}/"
             print(
-                f"{'size':>7} {'server':>18} {'msgs/s':>9} {'p50 us':>9} {'p99 us':>9} {'x bare msgs/s':>14} {'x bare p99':>11}"
+                f"{'size':>7} {'server':>18} {'msgs/s':>9} {'p50 us':>9} {'p99 us':>9} {'x bare msgs/s':>14} {'x bare p50':>11} {'x bare p99':>11}"
             )
             for label, size in SIZES.items():
                 rounds = args.rounds if size < 100_000 else max(50, args.rounds // 20)
@@ -221,8 +250,15 @@ async def main() -> None:
                 base = runs["bare websockets"]
                 for name, (rate, p50, p99) in runs.items():
                     print(
-                        f"{label:>7} {name:>18} {rate:9.0f} {p50:9.0f} {p99:9.0f} {rate / base[0]:14.2f} {p99 / base[2]:11.2f}"
+                        f"{label:>7} {name:>18} {rate:9.0f} {p50:9.0f} {p99:9.0f} {rate / base[0]:14.2f} "
+                        f"{p50 / base[1]:11.2f} {p99 / base[2]:11.2f}"
                     )
+                cost = core_cost_us(size, min(rounds, 200))
+                extra = runs["ours (protocol)"][1] - base[1]
+                print(
+                    f"{label:>7} core Server.receive + encode alone: {cost:.0f} us of the {extra:.0f} us "
+                    f"our p50 adds to bare websockets (transport layer: {extra - cost:.0f} us)"
+                )
     finally:
         if node_proc is not None:
             node_proc.terminate()
