@@ -32,7 +32,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from samgita_protocol._codec import decode, encode
+from samgita_protocol._codec import decode, decode_checked, encode
 from samgita_protocol._contract import check_initialize, validate_result, wall_clock
 from samgita_protocol._effects import (
     Effect,
@@ -89,6 +89,7 @@ class _Move(enum.Enum):
 
 
 _S = ClientState
+_DISCONNECTED: Final = ClientState.DISCONNECTED
 #: Every legal move. Everything that changes ``Client.state`` goes through
 #: this table; a missing entry is an illegal move.
 _TRANSITIONS: Final[Mapping[tuple[ClientState, _Move], ClientState]] = MappingProxyType(
@@ -634,24 +635,25 @@ class Client:
             TypeError, ValueError: ``now`` is not an aware datetime.
         """
         clock = None if now is None else wall_clock(now)
-        if self._state is ClientState.DISCONNECTED:
+        if self._state is _DISCONNECTED:
             raise _disconnected()
         wire: bytes | str | None
-        kind = type(data)
-        if kind is bytes or kind is str or isinstance(data, (bytes, str)):
-            wire = data  # type: ignore[assignment]
-        elif isinstance(data, (bytearray, memoryview)):
-            wire = bytes(data)
-        else:
-            wire = None
-        if wire is not None:
+        max_bytes = self._limits.max_message_bytes
+        if type(data) is bytes and len(data) <= max_bytes:
+            # The codec's fast path for bytes within the bound (what decode
+            # does after its argument checks); every failure is the peer's.
+            wire = data
+            message = decode_checked(data)
+        elif isinstance(data, (bytes, bytearray, memoryview, str)):
+            wire = bytes(data) if isinstance(data, (bytearray, memoryview)) else data
             try:
-                message = decode(wire, max_message_bytes=self._limits.max_message_bytes)
+                message = decode(wire, max_message_bytes=max_bytes)
             except ProtocolError as exc:
                 raise exc if exc.origin == "peer" else exc.with_origin("peer") from None
         elif isinstance(data, (Request, Response, Notification)):
+            wire = None
             try:
-                encode(data, max_message_bytes=self._limits.max_message_bytes)
+                encode(data, max_message_bytes=max_bytes)
             except ProtocolError as exc:
                 raise exc.with_origin("peer") from None
             message = data
@@ -659,10 +661,14 @@ class Client:
             raise TypeError(
                 f"expected bytes, str or a Message, got: {type(data).__name__}"
             )
+        if type(message) is Notification:
+            # The common case inline: an ephemeral notification of a
+            # negotiated group.
+            if message.stream_id is _UNSET and message.method in self._notifications:
+                return [NotificationReceived(message)]
+            return self._receive_notification(message, wire)
         if type(message) is Response:
             return self._receive_response(message, wire, clock)
-        if type(message) is Notification:
-            return self._receive_notification(message, wire)
         assert type(message) is Request
         return self._receive_request(message)
 
