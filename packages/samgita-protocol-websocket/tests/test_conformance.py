@@ -501,3 +501,35 @@ def test_header_declares_huge_length_1009_before_payload(small: Any) -> None:
     c.send(frame(TEXT, b"", length=10_000_000)[:14])
     assert c.read_close() == 1009
     c.close()
+
+
+# --- keepalive ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pinging(start_listener: Any) -> Any:
+    return start_listener(ping_interval=0.2, ping_timeout=0.3)
+
+
+def test_keepalive_ping_unanswered_closes_1011(pinging: Any) -> None:
+    c = _open(pinging)
+    start = time.monotonic()
+    opcode, _fin, _payload = c.read_frame()
+    assert opcode == PING
+    assert c.read_close() == 1011  # no pong within ping_timeout
+    assert time.monotonic() - start < 3.0
+    c.close()
+
+
+def test_keepalive_ping_answered_keeps_connection(pinging: Any) -> None:
+    c = _open(pinging)
+    deadline = time.monotonic() + 1.2
+    pings = 0
+    while time.monotonic() < deadline:
+        opcode, _fin, payload = c.read_frame()
+        assert opcode == PING
+        pings += 1
+        c.send(frame(PONG, payload))
+    assert pings >= 3
+    c.assert_alive()
+    c.close()
