@@ -36,10 +36,14 @@ from ._schema import (
     Notification,
     Request,
     Response,
+    StreamResumeResult,
 )
 
 MAX_DEPTH: Final = 32
 """The deepest JSON nesting a message may have (docs/protocol.md section 9)."""
+
+_MAX_NAME: Final = 64
+"""Longer keys are input content, not field names: errors do not echo them."""
 
 # -- Struct plans -----------------------------------------------------------------
 
@@ -103,7 +107,10 @@ def _plan(cls: type[msgspec.Struct]) -> _Plan:
             if _is_id(item):
                 id_lists.append(field.name)
             elif isinstance(item, msgspec.inspect.StructType):
-                struct_lists.append((field.name, item.cls))
+                # Notifications in a stream/resume result are checked as
+                # messages (_nested_notification), params included.
+                if item.cls is not Notification:
+                    struct_lists.append((field.name, item.cls))
     names = {f.name for f in info.fields}
     task_rule = "task_ref" in names and "project_ref" in names
     nested = [_plan(c) for _, c in structs] + [_plan(c) for _, c in struct_lists]
@@ -160,21 +167,33 @@ def needs_walk(cls: type[msgspec.Struct], ascii_input: bool) -> bool:
 def error(
     code: ErrorCode, message: str, path: str | None = None, **extra: Any
 ) -> ProtocolError:
-    """A peer error with ``data.path`` (a JSON pointer) and ``extra`` facts."""
+    """A peer error with ``data.path`` (a JSON pointer) and ``extra`` facts.
+
+    A pointer segment longer than a field name is input content, not
+    protocol structure: the path stops before it."""
     data: dict[str, Any] | None = None
     if path is not None or extra:
         data = dict(extra)
         if path is not None:
-            data["path"] = path
+            data["path"] = short_path(path)
     return ProtocolError(code, message, data=data, origin="peer")
+
+
+def short_path(path: str) -> str:
+    """``path`` up to its first segment that is longer than a field name."""
+    if len(path) <= _MAX_NAME:
+        return path
+    kept = []
+    for segment in path.split("/")[1:]:
+        if len(segment) > _MAX_NAME:
+            break
+        kept.append(segment)
+    return "".join("/" + segment for segment in kept)
 
 
 def pointer_segment(key: str) -> str:
     """One JSON pointer segment (RFC 6901 escaping)."""
     return key.replace("~", "~0").replace("/", "~1")
-
-
-_MAX_NAME = 64  # longer keys are input content, not field names: not echoed
 
 
 def _short(key: str) -> bool:
@@ -259,10 +278,7 @@ def check_struct(obj: msgspec.Struct, path: str, ascii_input: bool) -> None:
         values = getattr(obj, name)
         if values is not UNSET and needs_walk(cls, ascii_input):
             for i, value in enumerate(values):
-                if isinstance(value, Notification):
-                    check_nested_notification(value, f"{path}/{name}/{i}", ascii_input)
-                else:
-                    check_struct(value, f"{path}/{name}/{i}", ascii_input)
+                check_struct(value, f"{path}/{name}/{i}", ascii_input)
 
 
 def _id_error(path: str, value: str) -> ProtocolError:
@@ -272,26 +288,6 @@ def _id_error(path: str, value: str) -> ProtocolError:
         path,
         bytes=len(value.encode("utf-8")),
     )
-
-
-def check_nested_notification(n: Notification, path: str, ascii_input: bool) -> None:
-    """The envelope rules of a notification inside a ``stream/resume`` result
-    (its params are already the method's Struct)."""
-    spec = METHODS.get(n.method)
-    if spec is None or spec.kind != "notification":
-        raise error(
-            ErrorCode.UNKNOWN_METHOD, "not a notification method", f"{path}/method"
-        )
-    if (n.stream_id is UNSET) != (n.cursor is UNSET):
-        missing = "stream_id" if n.stream_id is UNSET else "cursor"
-        raise error(
-            ErrorCode.UNPAIRED_STREAM_POSITION,
-            "stream_id and cursor must appear together",
-            f"{path}/{missing}",
-        )
-    check_struct(n, path, ascii_input)
-    if needs_walk(spec.params, ascii_input):
-        check_struct(n.params, f"{path}/params", ascii_input)
 
 
 # -- msgspec's messages to codes --------------------------------------------------------
@@ -777,34 +773,69 @@ def _decode_result_bytes(spec: MethodSpec, data: bytes) -> Any:
                 ErrorCode.INVALID_UTF8, "result is not valid UTF-8", "/result"
             ) from None
     _check_json_bytes(data, "/result")
-    problem = _duplicate_in_value(data, "/result")
-    if problem is not None:
-        raise problem
+    try:
+        value = ANY_DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise json_error(data, exc) from None
+    if ENCODER.encode(value) != data and not _keys_unique(data, value):
+        problem = find_duplicate_key(data)
+        if problem is not None and problem.code is ErrorCode.DUPLICATE_KEY:
+            assert problem.data is not None
+            problem.data["path"] = short_path("/result" + problem.data["path"])
+            raise problem
     try:
         result = RESULT_DECODERS[spec.name].decode(data)
     except msgspec.ValidationError as exc:
         raise from_validation_error(exc, "/result") from None
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise json_error(data, exc) from None
     if spec.result is not None and needs_walk(spec.result, ascii_input):
         check_struct(result, "/result", ascii_input)
+    if isinstance(result, StreamResumeResult):
+        events = [
+            _nested_notification(n, raw, f"/result/events/{i}", ascii_input)
+            for i, (n, raw) in enumerate(
+                zip(result.events, value["events"], strict=True)
+            )
+        ]
+        result = msgspec.structs.replace(result, events=events)
     return result
 
 
-def _duplicate_in_value(data: bytes, prefix: str) -> ProtocolError | None:
-    """Duplicate keys in a JSON value that sits at ``prefix`` in a message."""
+def _nested_notification(
+    n: Notification, raw: dict[str, Any], path: str, ascii_input: bool
+) -> Notification:
+    """A notification inside a ``stream/resume`` result, checked like a
+    top-level one (``raw`` is its undecoded JSON object, which shows the
+    presence of the fields a standalone Struct decode fills in) and with
+    its params decoded."""
+    for name in ("schema_version", "type"):
+        if name not in raw:
+            raise error(
+                ErrorCode.MISSING_FIELD, f"{name} is required", f"{path}/{name}"
+            )
+    spec = METHODS.get(n.method)
+    if spec is None or spec.kind != "notification":
+        raise error(
+            ErrorCode.UNKNOWN_METHOD, "not a notification method", f"{path}/method"
+        )
+    if (n.stream_id is UNSET) != (n.cursor is UNSET):
+        missing = "stream_id" if n.stream_id is UNSET else "cursor"
+        raise error(
+            ErrorCode.UNPAIRED_STREAM_POSITION,
+            "stream_id and cursor must appear together",
+            f"{path}/{missing}",
+        )
+    check_struct(n, path, ascii_input)
+    if not isinstance(raw["params"], dict):
+        raise error(
+            ErrorCode.INVALID_PARAMS, "params must be an object", f"{path}/params"
+        )
     try:
-        value = ANY_DECODER.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        return json_error(data, exc)
-    if ENCODER.encode(value) == data:
-        return None
-    problem = find_duplicate_key(data)
-    if problem is None or problem.code is not ErrorCode.DUPLICATE_KEY:
-        return None
-    assert problem.data is not None
-    problem.data["path"] = prefix + problem.data["path"]
-    return problem
+        params = PARAMS_DECODERS[spec.name].decode(n.params)
+    except msgspec.ValidationError as exc:
+        raise from_validation_error(exc, f"{path}/params") from None
+    if needs_walk(spec.params, ascii_input):
+        check_struct(params, f"{path}/params", ascii_input)
+    return msgspec.structs.replace(n, params=params)
 
 
 def validate_message(message: object) -> bytes:
