@@ -17,6 +17,11 @@ aware :class:`datetime.datetime` (``now=`` of :meth:`Client.receive` and
 :meth:`Client.reply`; default ``datetime.now(timezone.utc)``, read only when
 an approval is checked). The two are different types on purpose, so one
 cannot be passed for the other.
+
+The module is long because it is the whole client API with its documented
+errors; the state it delegates lives in ``_outbox`` (pending, terminal and
+uncertain ids), ``_streams`` (stream buffer and checkpoints), ``_windows``
+and ``_contract`` (result rules).
 """
 
 from __future__ import annotations
