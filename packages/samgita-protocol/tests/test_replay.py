@@ -173,7 +173,7 @@ class TestSince:
             r.since(1)
         assert e.value.code is ErrorCode.INVALID_CURSOR
 
-    def test_pages_at_chunk_boundaries(self) -> None:
+    def test_pages_at_page_multiples(self) -> None:
         r = fill(Replay("s"), 1, 300)
         assert_page(r, 127, 255, True)
         assert_page(r, 128, 256, True)
@@ -185,7 +185,7 @@ class TestSince:
         r = fill(r, 257, 257)
         assert_page(r, 129, 257, False)
 
-    def test_page_spanning_a_full_chunk_and_the_newest(self) -> None:
+    def test_pages_ending_at_the_newest(self) -> None:
         r = fill(Replay("s"), 1, 200)
         assert_page(r, 100, 200, False)
         assert_page(r, 72, 200, False)
@@ -205,6 +205,19 @@ class TestSince:
 
 
 class TestEviction:
+    def test_pages_across_a_bulk_drop(self) -> None:
+        # Eviction and the dropping of cleared slots at every offset.
+        for max_events in (1, 2, 127, 128, 129, 300):
+            r = Replay("s", max_events=max_events)
+            for i in range(1, 700):
+                r.append(delta(i))
+                assert_page(
+                    r,
+                    r.first_cursor - 1,
+                    min(r.first_cursor - 1 + PAGE_SIZE, i),
+                    r.first_cursor - 1 + PAGE_SIZE < i,
+                )
+
     def test_count_eviction_yields_replay_gap(self) -> None:
         r = fill(Replay("s", max_events=10), 1, 25)
         assert (r.first_cursor, r.last_cursor, len(r)) == (16, 25, 10)
@@ -222,7 +235,7 @@ class TestEviction:
             len(encode(n)) for n in r.since(r.first_cursor - 1)
         )
 
-    def test_eviction_inside_a_chunk_and_across_chunks(self) -> None:
+    def test_eviction_at_page_multiples(self) -> None:
         r = fill(Replay("s", max_events=10), 1, 133)
         assert r.first_cursor == 124
         assert_page(r, 123, 133, False)
@@ -235,7 +248,7 @@ class TestEviction:
         assert r.first_cursor == 130
         assert_page(r, 129, 257, False)
 
-    def test_exact_byte_accounting_across_chunks(self) -> None:
+    def test_exact_byte_accounting(self) -> None:
         sequenced = [n for n in (fill_one(i) for i in range(1, 301))]
         sizes = [len(encode(n)) for n in sequenced]
         max_bytes = sum(sizes[100:])
@@ -244,7 +257,7 @@ class TestEviction:
         assert r.retained_bytes == max_bytes
         r1 = fill(Replay("s", max_bytes=max_bytes - 1), 1, 300)
         assert r1.first_cursor == 102
-        # One large event evicts through several chunks.
+        # One large event evicts most of the retained ones at once.
         big = r.append(delta(301, text="x" * (max_bytes * 9 // 10)))
         retained = sizes[100:] + [len(encode(big))]
         excess = sum(retained) - max_bytes
@@ -253,7 +266,7 @@ class TestEviction:
             total += retained[evicted]
             evicted += 1
         assert r.first_cursor == 101 + evicted
-        assert r.first_cursor > 257  # through the whole of chunk 1
+        assert r.first_cursor > 257
         assert r.since(r.first_cursor - 1)[-1] == big
         assert r.retained_bytes == sum(retained[evicted:])
 
@@ -263,12 +276,18 @@ class TestEviction:
         held = sys.getrefcount(first)
         fill(r, 2, 6)
         assert sys.getrefcount(first) == held - 1
-        # Whole chunks go: memory is bounded by the retained window.
-        r = fill(Replay("s", max_events=100), 1, 5000)
-        assert len(r._chunks) <= 2
-        assert len(r._sizes) == 100
-        r = fill(Replay("s", max_bytes=3000), 1, 2000)
-        assert len(r._chunks) <= 2
+        # Cleared slots are dropped in bulk: the log holds at most about
+        # twice the retained events (or a page more) in pointers.
+        for r in (
+            fill(Replay("s", max_events=100), 1, 5000),
+            fill(Replay("s", max_events=5), 1, 1290),
+            fill(Replay("s", max_bytes=3000), 1, 2000),
+            fill(Replay("s", max_events=1000), 1, 10_000),
+        ):
+            assert len(r._sizes) == len(r)
+            assert len(r._events) <= max(2 * len(r), len(r) + PAGE_SIZE) + 1
+            assert r._events[r.first_cursor - r._base :] == retained(r)
+            assert all(e is None for e in r._events[: r.first_cursor - r._base])
 
     def test_matches_a_list_model_under_random_steps(self) -> None:
         rng = random.Random(1280)
@@ -302,6 +321,16 @@ class TestEviction:
                     assert actual == m.page(cursor), (max_events, max_bytes, cursor)
                 assert (r.first_cursor, r.last_cursor) == (m.first, m.last)
                 assert r.retained_bytes == sum(s for _, s in m.events)
+
+
+def retained(r: Replay) -> list[Notification]:
+    """Every retained event, page by page."""
+    page = r.page(r.first_cursor - 1)
+    events = list(page.events)
+    while page.has_more:
+        page = r.page(page.cursor)
+        events += page.events
+    return events
 
 
 def fill_one(i: int) -> Notification:

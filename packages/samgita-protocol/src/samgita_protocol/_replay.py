@@ -59,12 +59,15 @@ def _stream_id(value: object) -> str:
 class Replay:
     """Bounded in-memory log of one stream (host side of ``stream/resume``).
 
-    Events are stored in chunks aligned to the page size: chunk ``k`` holds
-    cursors ``128 * k + 1 .. 128 * k + 128``, so any page spans at most two
-    chunks and is read with two dict lookups and two list slices, whatever
-    the number of retained events. Eviction clears the evicted slot (and
-    drops a chunk with its last slot), so the bounds limit memory, not only
-    what :meth:`since` returns.
+    Events are kept in one list indexed by ``cursor - base``: a page is a
+    single slice, so ``since`` costs the same at 1,000 and 100,000 retained
+    events (chunked storage, as the Elixir reference had, needs a second
+    slice and a concatenation for most pages, which costs more than the
+    lookup it saves in Python). Eviction clears the evicted slot at once, so
+    the event's memory is released; the cleared slots at the front are
+    dropped in one step once they outnumber the retained events (and a
+    page), so the list holds at most about twice the retained events in
+    pointers and each append stays O(1) amortized.
 
     Args:
         stream_id: the stream this log sequences (a wire id).
@@ -78,7 +81,8 @@ class Replay:
 
     __slots__ = (
         "_bytes",
-        "_chunks",
+        "_base",
+        "_events",
         "_first",
         "_last",
         "_max_bytes",
@@ -97,9 +101,10 @@ class Replay:
         self._stream_id = _stream_id(stream_id)
         self._max_events = _positive_int("max_events", max_events)
         self._max_bytes = _positive_int("max_bytes", max_bytes)
-        # chunk index -> slots (None once evicted); the newest chunk grows by
-        # append, older chunks hold exactly PAGE_SIZE slots.
-        self._chunks: dict[int, list[Notification | None]] = {}
+        # Slot i holds cursor base + i; slots before first - base are
+        # evicted (None) and dropped in bulk by _evict.
+        self._events: list[Notification | None] = []
+        self._base = 1
         # Encoded sizes of the retained events, oldest first (eviction is
         # always from the front).
         self._sizes: deque[int] = deque()
@@ -198,11 +203,7 @@ class Replay:
                 "event is larger than max_bytes",
                 data={"limit": "max_bytes", "max": self._max_bytes},
             )
-        index, offset = divmod(next_cursor - 1, PAGE_SIZE)
-        if offset == 0:
-            self._chunks[index] = [notification]
-        else:
-            self._chunks[index].append(notification)
+        self._events.append(notification)
         self._sizes.append(size)
         self._last = next_cursor
         self._bytes += size
@@ -210,22 +211,22 @@ class Replay:
         return notification
 
     def _evict(self) -> None:
-        chunks = self._chunks
+        events = self._events
         sizes = self._sizes
+        base = self._base
+        first = self._first
         while (
-            self._last - self._first + 1 > self._max_events
-            or self._bytes > self._max_bytes
+            self._last - first + 1 > self._max_events or self._bytes > self._max_bytes
         ):
-            index, offset = divmod(self._first - 1, PAGE_SIZE)
-            # The newest event always fits both bounds, so it is never
-            # evicted: the chunk of `first` is complete when `offset` is its
-            # last slot, and then goes as a whole.
-            if offset == PAGE_SIZE - 1:
-                del chunks[index]
-            else:
-                chunks[index][offset] = None
+            # The newest event always fits both bounds, so it is never evicted.
+            events[first - base] = None
             self._bytes -= sizes.popleft()
-            self._first += 1
+            first += 1
+        self._first = first
+        dead = first - base
+        if dead >= PAGE_SIZE and dead > len(events) - dead:
+            del events[:dead]
+            self._base = first
 
     def since(self, cursor: int) -> list[Notification]:
         """Return the retained events after ``cursor``, at most one page (128), in order.
@@ -244,15 +245,8 @@ class Replay:
         upto = self._check(cursor)
         if upto == cursor:
             return []
-        # Events cursor+1..upto: at most one page, so one or two chunks.
-        first_index, first_offset = divmod(cursor, PAGE_SIZE)
-        last_index, last_offset = divmod(upto - 1, PAGE_SIZE)
-        chunk = self._chunks[first_index]
-        if first_index == last_index:
-            events = chunk[first_offset : last_offset + 1]
-        else:
-            events = chunk[first_offset:]
-            events += self._chunks[last_index][: last_offset + 1]
+        start = cursor + 1 - self._base
+        events = self._events[start : start + upto - cursor]
         # Every slot in cursor+1..upto is retained, so none is None.
         return cast("list[Notification]", events)
 
