@@ -11,7 +11,21 @@ import types
 
 import samgita_protocol_codex
 
-EXPECTED: frozenset[str] = frozenset()
+EXPECTED: frozenset[str] = frozenset(
+    {
+        "DEFAULT_APPROVAL_TIMEOUT",
+        "ApprovalResolved",
+        "CodexBridge",
+        "CodexUnmapped",
+        "Output",
+        "ToCodex",
+        "ToNative",
+        "SUPPORTED_GROUPS",
+        "TRANSLATIONS",
+        "Translation",
+        "render_table",
+    }
+)
 
 
 def test_all_is_exact_and_resolvable() -> None:

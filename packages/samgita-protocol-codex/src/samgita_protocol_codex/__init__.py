@@ -1,3 +1,35 @@
-"""samgita_protocol_codex."""
+"""samgita_protocol_codex: limited translation between SamgitaProtocol 1.0 and Codex 0.163.0.
 
-__all__: list[str] = []
+:class:`CodexBridge` is a sans-IO bridge (native envelopes and Codex JSON
+lines in, :data:`Output` values out). What is translated and what is refused
+is :data:`TRANSLATIONS` (the same table is in the package README). The
+generated Codex types are private (``_generated.inbound`` tolerates unknown
+fields, ``_generated.outbound`` forbids them).
+"""
+
+from ._bridge import (
+    DEFAULT_APPROVAL_TIMEOUT,
+    ApprovalResolved,
+    CodexBridge,
+    CodexUnmapped,
+    Output,
+    ToCodex,
+    ToNative,
+)
+from ._table import SUPPORTED_GROUPS, TRANSLATIONS, Translation, render_table
+
+__all__ = [
+    # bridge (_bridge)
+    "DEFAULT_APPROVAL_TIMEOUT",
+    "ApprovalResolved",
+    "CodexBridge",
+    "CodexUnmapped",
+    "Output",
+    "ToCodex",
+    "ToNative",
+    # table (_table)
+    "SUPPORTED_GROUPS",
+    "TRANSLATIONS",
+    "Translation",
+    "render_table",
+]
