@@ -386,6 +386,41 @@ def test_encode_validates_content() -> None:
         sp.encode(n, max_message_bytes=0)
 
 
+@pytest.mark.parametrize(
+    ("payload", "code", "path"),
+    [
+        ({1: "x"}, C.INVALID_KEY, "/params/event/payload"),
+        ({"a": (1, 2)}, C.INVALID_FIELD, "/params/event/payload/a"),
+        ({"a": float("nan")}, C.INVALID_FIELD, "/params/event/payload/a"),
+        ({"a": [float("inf")]}, C.INVALID_FIELD, "/params/event/payload/a/0"),
+        ({"a": b"x"}, C.INVALID_FIELD, "/params/event/payload/a"),
+        ({"a": {1, 2}}, C.INVALID_FIELD, "/params/event/payload/a"),
+    ],
+)
+def test_encode_refuses_values_json_would_change(
+    payload: Any, code: C, path: str
+) -> None:
+    event = sp.Event(
+        event_id="e",
+        delivery_attempt_id="a",
+        created_at="2026-01-01T00:00:00Z",
+        correlation_id="c",
+        event_type="t",
+        payload=payload,
+    )
+    request = sp.Request(
+        id="1",
+        correlation_id="1",
+        method="project/event.receive",
+        command_id="c",
+        params=sp.EventReceiveParams(event=event),
+    )
+    error = _encode_error(request)
+    assert (error.code, error.data) == (code, {"path": path})
+    response = sp.Response(id="1", correlation_id="1", result={"a": payload})
+    assert _encode_error(response).code == code
+
+
 def test_validate_returns_the_message_or_raises_local() -> None:
     params = sp.ThreadClosedParams(thread_id="t")
     n = sp.Notification(method="thread/closed", params=params)

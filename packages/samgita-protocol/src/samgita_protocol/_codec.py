@@ -59,6 +59,7 @@ from ._validate import (
     explain,
     find_duplicate_key,
     has_free_form,
+    json_problem,
     needs_walk,
 )
 
@@ -303,7 +304,10 @@ def encode(
             ``message_too_large`` (``data.bytes``, ``data.max``) when the
             encoding exceeds ``max_message_bytes``; ``invalid_utf8``,
             ``depth_exceeded``, ``invalid_field`` for a value msgspec cannot
-            encode; otherwise the code ``decode`` gives for the bytes.
+            encode; ``invalid_key`` for a non-string key and
+            ``invalid_field`` for a value JSON cannot carry as it is (a
+            tuple, set, bytes, NaN, ...) inside a free-form object;
+            otherwise the code ``decode`` gives for the bytes.
         ValueError: ``max_message_bytes`` is not a positive int.
     """
     _check_bound(max_message_bytes)
@@ -311,7 +315,24 @@ def encode(
     if len(wire) > max_message_bytes:
         raise _too_large(len(wire), max_message_bytes, "local")
     try:
-        decode_checked(wire)
+        decoded = decode_checked(wire)
     except ProtocolError as exc:
         raise exc.with_origin("local") from None
+    # msgspec encodes some non-JSON values silently (int keys as strings,
+    # tuples and sets as arrays, NaN as null, bytes as base64). What
+    # decodes back to the same message cannot hold one; anything else is
+    # walked once to name it.
+    if type(message) is Response:
+        result = message.result
+        same = msgspec.structs.replace(decoded, result=result) == message
+        if result is not UNSET and not (
+            isinstance(result, msgspec.Struct) and not has_free_form(type(result))
+        ):
+            same = False
+    else:
+        same = decoded == message
+    if not same:
+        problem = json_problem(message, "")
+        if problem is not None:
+            raise problem
     return wire

@@ -18,6 +18,7 @@ not accept outright.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -836,6 +837,51 @@ def _nested_notification(
     if needs_walk(spec.params, ascii_input):
         check_struct(params, f"{path}/params", ascii_input)
     return msgspec.structs.replace(n, params=params)
+
+
+_JSON_SCALARS: Final = (str, int, float, bool, type(None))
+
+
+def json_problem(value: Any, path: str) -> ProtocolError | None:
+    """The ``invalid_key`` / ``invalid_field`` error (origin ``local``) for
+    the first value in a caller-built message that JSON cannot carry as it
+    is, or ``None``. Structs are walked by their fields; ``msgspec.Raw`` is
+    already JSON."""
+    if isinstance(value, msgspec.Struct):
+        for name in value.__struct_fields__:
+            problem = json_problem(getattr(value, name), f"{path}/{name}")
+            if problem is not None:
+                return problem
+        return None
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                return ProtocolError(
+                    ErrorCode.INVALID_KEY,
+                    "object keys must be strings",
+                    data={"path": short_path(path)},
+                )
+            problem = json_problem(item, f"{path}/{pointer_segment(key)}")
+            if problem is not None:
+                return problem
+        return None
+    if type(value) is list:
+        for i, item in enumerate(value):
+            problem = json_problem(item, f"{path}/{i}")
+            if problem is not None:
+                return problem
+        return None
+    if value is UNSET or isinstance(value, msgspec.Raw | ErrorCode):
+        return None
+    if type(value) in _JSON_SCALARS and not (
+        type(value) is float and not math.isfinite(value)
+    ):
+        return None
+    return ProtocolError(
+        ErrorCode.INVALID_FIELD,
+        f"a {type(value).__name__} is not a JSON value",
+        data={"path": short_path(path)},
+    )
 
 
 def validate_message(message: object) -> bytes:
