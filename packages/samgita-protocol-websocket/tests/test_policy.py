@@ -436,3 +436,34 @@ def test_approval_is_answered_only_by_the_caller_and_stream_resumes_from_checkpo
                 assert state.approvals == {p.approval_id: "deny"}
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_full_notification_queue_stops_reading_and_close_still_ends_iteration() -> None:
+    async def main() -> None:
+        state = AgentState(message_deltas=50, delta_interval=0.0)
+        async with serve(
+            FakeAgent.factory(state), host="127.0.0.1", token=TOKEN
+        ) as listener:
+            ctx = connect(
+                listener.url, token=TOKEN, capabilities=GROUPS, max_notifications=2
+            )
+            s = await ctx.__aenter__()
+            thread = (await s.request("thread/start", {}, command_id="a")).thread
+            await s.request(
+                "turn/start",
+                {
+                    "thread_id": thread.thread_id,
+                    "input": [{"type": "text", "text": "x"}],
+                },
+                command_id="b",
+            )
+            await asyncio.sleep(0.3)
+            assert (
+                s._notifications.qsize() == 2
+            )  # bounded; the reader waits, nothing dropped
+            assert s.client.buffered == 0 or s.client.buffered <= 128
+            await ctx.__aexit__(None, None, None)
+            got = [n.method async for n in s.notifications()]
+            assert got == ["thread/started", "turn/started"]
+
+    asyncio.run(asyncio.wait_for(main(), 20))

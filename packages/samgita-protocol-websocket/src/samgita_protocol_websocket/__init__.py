@@ -11,11 +11,12 @@ from ._auth import (
     ConnectionInfo,
     HandshakeRequest,
 )
+from ._client_policy import HandshakeRejected
 from ._codes import CloseCode
 from ._listener import Listener, serve
 from ._redact import RedactingLogger, Secret, redact_text
 from ._server_loop import AgentConnection
-from ._session import HandshakeRejected, Session, connect
+from ._session import Session, connect
 
 __all__ = [
     "AgentConnection",

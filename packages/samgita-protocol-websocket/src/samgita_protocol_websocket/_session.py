@@ -23,13 +23,11 @@ import contextlib
 import logging
 import ssl as ssl_module
 import time
-import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import Any, Final
 
 import samgita_protocol as core
 from websockets.asyncio.client import ClientConnection
-from websockets.asyncio.client import connect as _ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from ._checks import (
@@ -39,69 +37,22 @@ from ._checks import (
     check_optional_seconds,
     check_seconds,
     check_ssl,
-    is_loopback_host,
 )
+from ._client_policy import HandshakeRejected, NoRedirectConnect, check_url
 from ._codes import CloseCode
 from ._redact import RedactingLogger, Secret
 
-__all__ = ["HandshakeRejected", "Session", "connect"]
+__all__ = ["Session", "connect"]
 
 DEFAULT_MAX_NOTIFICATIONS: Final = 1024
 _INITIALIZE: Final = "connection/initialize"
 _CLOSED: Final = object()
 
 
-class HandshakeRejected(ConnectionError):
-    """The listener answered the upgrade with an HTTP status instead of 101.
-
-    ``status`` is that status (401: authentication, 403: origin, 404: path,
-    426: version, 503: capacity, 3xx: a redirect, which is never followed).
-    """
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class _NoRedirect(_ws_connect):
-    """``websockets``' connect that treats every 3xx as a failure (it follows redirects by default)."""
-
-    def process_redirect(self, exc: Exception) -> Exception | str:
-        return exc
-
-
-def check_url(url: Any, *, allow_insecure_non_loopback: bool) -> str:
-    """Validate a listener URL (see :func:`connect`); returns it unchanged."""
-    if not isinstance(url, str):
-        raise TypeError("url must be a str")
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:
-        raise ValueError("url is not a valid URL") from None
-    if parts.scheme not in ("ws", "wss"):
-        raise ValueError("url must use the ws:// or wss:// scheme")
-    if "@" in parts.netloc or parts.username is not None or parts.password is not None:
-        raise ValueError(
-            "url must not carry credentials (user:pass@); pass token= instead"
-        )
-    if parts.query or url.rstrip().endswith("?"):
-        raise ValueError("url must not carry a query string; credentials go in token=")
-    if parts.fragment:
-        raise ValueError("url must not carry a fragment")
-    if not parts.hostname:
-        raise ValueError("url must name a host")
-    if (
-        parts.scheme == "ws"
-        and not is_loopback_host(parts.hostname)
-        and not allow_insecure_non_loopback
-    ):
-        raise ValueError(
-            "url: plain ws:// is allowed only to loopback hosts; use wss:// or pass "
-            "allow_insecure_non_loopback=True"
-        )
-    del port
-    return url
+async def _discard(ws: ClientConnection) -> None:
+    with contextlib.suppress(Exception):
+        async for _ in ws:
+            pass
 
 
 class Session:
@@ -117,9 +68,10 @@ class Session:
         self._reader: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._waiting: dict[str, asyncio.Future[Any]] = {}
-        self._notifications: asyncio.Queue[Any] = asyncio.Queue(
-            owner._max_notifications
-        )
+        # Unbounded as a container, bounded by _put (max_notifications), so the
+        # end-of-session marker always fits.
+        self._notifications: asyncio.Queue[Any] = asyncio.Queue()
+        self._room = asyncio.Event()
         self._callbacks: set[asyncio.Task[None]] = set()
         self._lost = asyncio.Event()
         self._closing = False
@@ -168,7 +120,7 @@ class Session:
     async def _open(self) -> None:
         owner = self._owner
         try:
-            ws = await _NoRedirect(
+            ws = await NoRedirectConnect(
                 owner._url,
                 additional_headers=[
                     ("Authorization", f"Bearer {owner._token.reveal()}")
@@ -275,6 +227,7 @@ class Session:
         """
         while True:
             item = await self._notifications.get()
+            self._room.set()
             if item is _CLOSED:
                 self._notifications.put_nowait(_CLOSED)
                 return
@@ -285,6 +238,7 @@ class Session:
         taken: list[Any] = []
         while not self._notifications.empty():
             item = self._notifications.get_nowait()
+            self._room.set()
             if item is _CLOSED:
                 self._notifications.put_nowait(_CLOSED)
                 break
@@ -295,6 +249,7 @@ class Session:
         """Wait for the next notification (``TimeoutError`` after ``timeout`` seconds; ``EOFError`` once closed)."""
         async with asyncio.timeout(timeout):
             item = await self._notifications.get()
+        self._room.set()
         if item is _CLOSED:
             self._notifications.put_nowait(_CLOSED)
             raise EOFError("session closed")
@@ -334,9 +289,17 @@ class Session:
                 return total
             cursor = result.cursor
 
+    async def _put(self, notification: Any) -> None:
+        # While max_notifications wait, the reader stops here, so the socket
+        # is not read and TCP slows the Agent down; nothing is dropped.
+        while self._notifications.qsize() >= self._owner._max_notifications:
+            self._room.clear()
+            await self._room.wait()
+        self._notifications.put_nowait(notification)
+
     async def _deliver_drained(self) -> None:
         for notification in self._client.drain():
-            await self._notifications.put(notification)
+            await self._put(notification)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -378,7 +341,7 @@ class Session:
         elif isinstance(effect, core.ErrorReceived):
             self._settle([effect])
         elif isinstance(effect, core.NotificationReceived):
-            await self._notifications.put(effect.notification)
+            await self._put(effect.notification)
         elif isinstance(effect, core.RequestReceived):
             callback = self._owner._on_request
             if callback is None:
@@ -431,15 +394,23 @@ class Session:
 
     async def _drop(self) -> None:
         ws, self._ws = self._ws, None
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                await ws.close()
+        # Stop the reader first: one blocked on a full notification queue
+        # would otherwise keep the socket paused and the close handshake
+        # would wait for close_timeout.
         for task in (self._reader, self._ticker):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
         self._reader = self._ticker = None
+        if ws is not None:
+            # Messages still in flight are read and discarded (never given to
+            # the core, so no state or checkpoint moves), so the peer's close
+            # frame behind them arrives without waiting for close_timeout.
+            discard = asyncio.create_task(_discard(ws))
+            with contextlib.suppress(Exception):
+                await ws.close()
+            discard.cancel()
         if self._client.state.value != "disconnected":
             self._settle(self._client.disconnect())
         self._lost.set()
@@ -467,8 +438,7 @@ class Session:
             return
         self._closing = True
         await self._drop()
-        with contextlib.suppress(asyncio.QueueFull):
-            self._notifications.put_nowait(_CLOSED)
+        self._notifications.put_nowait(_CLOSED)
 
 
 class connect:  # noqa: N801 - used like a function: ``async with connect(...) as session``
