@@ -21,6 +21,8 @@ from samgita_protocol._streams import (
     ClientStreams,
     ServerPositions,
     StreamPosition,
+    _digest,
+    _same_content,
 )
 
 
@@ -482,3 +484,23 @@ def test_notification_structs_compare_by_value() -> None:
     # ClientStreams relies on re-encoding, not identity, for duplicates.
     assert delta(1) == delta(1)
     assert msgspec.structs.replace(delta(1), cursor=2) != delta(1)
+
+
+def test_content_comparison_is_exact_and_canonical() -> None:
+    # No notification of schema 1.0 carries free-form numbers, so the rule
+    # is checked on the comparison itself: key order and whitespace do not
+    # matter (also for params still raw), 1 and 1.0 differ as on the wire.
+    def note(params: object) -> Notification:
+        return Notification(method="item/delta", params=params, stream_id="a", cursor=1)
+
+    raw = note(msgspec.Raw(b'{"b": 1, "a": [1, 2]}'))
+    assert _same_content(raw, note(msgspec.Raw(b'{ "a":[1,2],"b":1 }')))
+    assert _same_content(raw, note({"a": [1, 2], "b": 1}))
+    assert not _same_content(raw, note({"a": [1, 2], "b": 1.0}))
+    assert not _same_content(note({"n": 1}), note({"n": True}))
+    assert _same_content(_digest(raw), note({"b": 1, "a": [1, 2]}))
+    assert not _same_content(_digest(raw), note({"b": 1, "a": [2, 1]}))
+    # A decoded live event and the same event inside a decoded page.
+    live = decode(encode(delta(1)))
+    assert isinstance(live, Notification)
+    assert _same_content(live, note(msgspec.Raw(msgspec.json.encode(delta(1).params))))
