@@ -467,3 +467,68 @@ def test_full_notification_queue_stops_reading_and_close_still_ends_iteration() 
             assert got == ["thread/started", "turn/started"]
 
     asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def test_reconnect_authenticates_again() -> None:
+    calls: list[int] = []
+
+    def once(request: HandshakeRequest) -> object | None:
+        calls.append(1)
+        return (
+            "first" if len(calls) == 1 else None
+        )  # credentials revoked after the first handshake
+
+    async def main() -> None:
+        async with serve(factory(), host="127.0.0.1", authenticator=once) as listener:
+            async with connect(listener.url, token=TOKEN, capabilities=GROUPS) as s:
+                with pytest.raises(HandshakeRejected) as err:
+                    await s.reconnect()
+                assert err.value.status == 401
+                assert not s.connected
+
+    asyncio.run(main())
+    assert len(calls) == 2
+
+
+def test_fake_agent_interrupt_and_cancel() -> None:
+    async def main() -> None:
+        state = AgentState(message_deltas=200, delta_interval=0.01)
+        async with serve(
+            FakeAgent.factory(state), host="127.0.0.1", token=TOKEN
+        ) as listener:
+            async with connect(listener.url, token=TOKEN, capabilities=GROUPS) as s:
+                thread = (await s.request("thread/start", {}, command_id="a")).thread
+                turn = (
+                    await s.request(
+                        "turn/start",
+                        {
+                            "thread_id": thread.thread_id,
+                            "input": [{"type": "text", "text": "x"}],
+                        },
+                        command_id="b",
+                    )
+                ).turn
+                ids = {"thread_id": thread.thread_id, "turn_id": turn.turn_id}
+                r = await s.request("turn/interrupt", ids, command_id="c")
+                assert (
+                    r.interrupt_status == "requested"
+                )  # intent only; the lifecycle event proves the end
+                status = None
+                while status is None:
+                    n = await s.next_notification(timeout=5)
+                    if n.cursor is not core.UNSET:
+                        s.ack(n)
+                    if n.method == "turn/completed":
+                        status = n.params.turn.status
+                assert status == "interrupted"
+                r = await s.request("turn/interrupt", ids, command_id="d")
+                assert r.interrupt_status == "already_finished"
+                read = await s.request("thread/read", {"thread_id": thread.thread_id})
+                assert [t.status for t in read.turns] == ["interrupted"]
+                c = await s.request("request/cancel", {"request_id": "c1-3"})
+                assert c.cancel_status == "already_finished"
+                with pytest.raises(core.ProtocolError) as err:
+                    await s.request("thread/read", {"thread_id": "nope"})
+                assert err.value.origin == "remote"
+
+    asyncio.run(asyncio.wait_for(main(), 20))
