@@ -120,7 +120,11 @@ class AgentConnection:
         return request
 
     async def send_message(self, message: Any) -> None:
-        """Encode and queue one core message (internal use by the loop and the helpers above)."""
+        """Encode and send (or queue) one core message.
+
+        Raises ``ProtocolError`` when it cannot be encoded, ``ConnectionError``
+        when the connection is closed or the peer is not reading.
+        """
         await self._enqueue(core.encode(message))
 
     async def close(self, code: int = CloseCode.NORMAL, reason: str = "") -> None:
@@ -147,6 +151,9 @@ class AgentConnection:
                     await self._ws.send(data, text=True)
             except TimeoutError:
                 await self._not_reading()
+            except ConnectionClosed:
+                self._closed.set()
+                raise ConnectionError("connection closed") from None
             finally:
                 self._busy = False
             return
@@ -182,6 +189,9 @@ class AgentConnection:
             self._busy = True
             try:
                 await self._ws.send(data, text=True)
+            except ConnectionClosed:
+                self._closed.set()
+                return
             finally:
                 self._busy = False
 
