@@ -161,6 +161,17 @@ class TestIngest:
         assert s.ingest(decode(wire), wire) is False  # type: ignore[arg-type]
         other = delta(1, text="y" * size)
         raises(ErrorCode.REPLAY_CONFLICT, s.ingest, other, encode(other))
+        # Wire text counts in UTF-8 bytes.
+        text = wire.decode()
+        s = ClientStreams()
+        s.ingest(decode(text), text)  # type: ignore[arg-type]
+        assert isinstance(s._streams["a"].retained[0], bytes)
+        small = delta(1, text="é" * (INLINE_CONTENT_BYTES // 2))
+        small_text = encode(small).decode()
+        assert len(small_text) <= INLINE_CONTENT_BYTES < len(small_text.encode())
+        s = ClientStreams()
+        s.ingest(small, small_text)
+        assert isinstance(s._streams["a"].retained[0], bytes)
         # Without wire bytes, the canonical size decides.
         s = ClientStreams()
         s.ingest(big)

@@ -92,11 +92,18 @@ def _same_content(kept: _Content, notification: Notification) -> bool:
     return _canonical(kept) == _canonical(notification)
 
 
-def _content(notification: Notification, content: bytes | None) -> _Content:
+def _wire_size(content: bytes | str) -> int:
+    if isinstance(content, bytes):
+        return len(content)
+    # str.isascii() is a flag check: only non-ASCII text is encoded to count.
+    return len(content) if content.isascii() else len(content.encode("utf-8"))
+
+
+def _content(notification: Notification, content: bytes | str | None) -> _Content:
     if content is None:
         size = len(_canonical(notification))
     else:
-        size = len(content)
+        size = _wire_size(content)
     return notification if size <= INLINE_CONTENT_BYTES else _digest(notification)
 
 
@@ -330,16 +337,19 @@ class ClientStreams:
             )
         return False
 
-    def ingest(self, notification: Notification, content: bytes | None = None) -> bool:
+    def ingest(
+        self, notification: Notification, content: bytes | str | None = None
+    ) -> bool:
         """Offer one sequenced notification; True when buffered, False for a duplicate.
 
         A cursor at or below the processed position is an ignored duplicate;
         a received but unprocessed cursor is compared with its retained
         content (identical: ignored duplicate; different:
         ``replay_conflict``); otherwise it must be exactly the next cursor
-        after the received one. ``content`` is the wire bytes the
-        notification was decoded from, when the caller has them (only their
-        length is used, to choose how content is retained). On error
+        after the received one. ``content`` is the wire form (bytes or
+        text) the notification was decoded from, when the caller has it:
+        only its UTF-8 length is used, to choose how content is retained
+        (without it the notification is re-encoded to measure it). On error
         nothing changed.
 
         Raises:
@@ -360,7 +370,7 @@ class ClientStreams:
             retained = stream.retained
             if len(retained) >= self._max_hashes:
                 raise _limit("max_stream_hashes", self._max_hashes)
-            if content is not None and len(content) <= INLINE_CONTENT_BYTES:
+            if content is not None and _wire_size(content) <= INLINE_CONTENT_BYTES:
                 retained.append(notification)
             else:
                 retained.append(_content(notification, content))
