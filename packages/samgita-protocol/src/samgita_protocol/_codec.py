@@ -38,7 +38,8 @@ Measured (bench/codec.py, 450-byte ``item/delta``): see the README.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Any, Final, NamedTuple
 
 import msgspec
 from msgspec import UNSET
@@ -116,7 +117,8 @@ def decode(
             ``data`` is not bytes or str.
         ValueError: ``max_message_bytes`` is not a positive int.
     """
-    _check_bound(max_message_bytes)
+    if type(max_message_bytes) is not int or max_message_bytes < 1:
+        _check_bound(max_message_bytes)
     if type(data) is bytes:
         wire = data
     elif isinstance(data, str):
@@ -142,6 +144,30 @@ def decode(
     return decode_checked(wire)
 
 
+class _Fast(NamedTuple):
+    """What the fast path needs to know of one method, in one lookup."""
+
+    envelope: type[Request] | type[Notification]
+    mutation: bool
+    params: msgspec.json.Decoder[Any]
+    free_form: bool
+    walk_ascii: bool
+    walk_any: bool
+
+
+_FAST: Final[Mapping[str, _Fast]] = {
+    name: _Fast(
+        envelope=Request if spec.kind == "request" else Notification,
+        mutation=spec.mutation,
+        params=PARAMS_DECODERS[name],
+        free_form=has_free_form(spec.params),
+        walk_ascii=needs_walk(spec.params, True),
+        walk_any=needs_walk(spec.params, False),
+    )
+    for name, spec in METHODS.items()
+}
+
+
 def decode_checked(wire: bytes) -> Message:
     """``decode`` of bytes within the size bound (the fast path; see the
     module docstring)."""
@@ -151,25 +177,28 @@ def decode_checked(wire: bytes) -> Message:
         return explain(wire)
     if envelope.task_ref is not UNSET and envelope.project_ref is UNSET:
         return explain(wire)
-    if type(envelope) is Response:
+    kind = type(envelope)
+    if kind is Response:
         return _response(wire, envelope)
-    spec = METHODS.get(envelope.method)
-    if spec is None or spec.kind != envelope.type:
+    fast = _FAST.get(envelope.method)
+    if fast is None or fast.envelope is not kind:
         return explain(wire)
-    if type(envelope) is Request:
-        if spec.mutation is (envelope.command_id is UNSET):
+    if kind is Request:
+        if fast.mutation is (envelope.command_id is UNSET):
             return explain(wire)
     elif (envelope.stream_id is UNSET) is not (envelope.cursor is UNSET):
         return explain(wire)
-    ascii_input = ascii_only(wire)
+    # Pure ASCII without a backslash (two memchr-speed scans) is the
+    # common case; only then can identity byte lengths go unchecked.
+    ascii_input = wire.isascii() and (wire.find(b"\\") < 0 or ascii_only(wire))
     raw = envelope.params
-    if has_free_form(spec.params) and not depth_within(bytes(raw), MAX_DEPTH - 1):
+    if fast.free_form and not depth_within(bytes(raw), MAX_DEPTH - 1):
         return explain(wire)
     try:
-        params = PARAMS_DECODERS[spec.name].decode(raw)
+        params = fast.params.decode(raw)
         if not ascii_input:
             check_struct(envelope, "", ascii_input)
-        if needs_walk(spec.params, ascii_input):
+        if fast.walk_ascii if ascii_input else fast.walk_any:
             check_struct(params, "/params", ascii_input)
     except (*_DECODE_FAILURES, ProtocolError):
         return explain(wire)
@@ -192,7 +221,7 @@ def _unique_keys(wire: bytes, pairs: tuple[tuple[bytes, bytes], ...]) -> bool:
     with its default); the head decode rules out the latter. Otherwise the
     exact tokenizer decides.
     """
-    if b"\\" not in wire and all(a.count(b":") == b.count(b":") for a, b in pairs):
+    if wire.find(b"\\") < 0 and all(a.count(b":") == b.count(b":") for a, b in pairs):
         try:
             HEAD_DECODER.decode(wire)
         except _DECODE_FAILURES:
