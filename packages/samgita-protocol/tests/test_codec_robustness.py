@@ -26,7 +26,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import samgita_protocol as sp
-from samgita_protocol._validate import explain
+from samgita_protocol._codec import _unique_keys
+from samgita_protocol._validate import (
+    ANY_DECODER,
+    ENCODER,
+    _keys_unique,
+    explain,
+    find_duplicate_key,
+)
 
 CI = bool(os.environ.get("CI"))
 BATCH = 10
@@ -305,6 +312,23 @@ def mutate(source: bytes, rng: random.Random) -> bytes:
 MUTANTS_PER_EXAMPLE = 50
 
 
+def _check_duplicate_detection(data: bytes) -> None:
+    """The cheap duplicate-key proofs agree with the exact tokenizer."""
+    try:
+        value = ANY_DECODER.decode(data)
+    except (ValueError, RecursionError):
+        return
+    if type(value) is not dict:
+        return
+    exact = find_duplicate_key(data)
+    duplicate = exact is not None and exact.code is sp.ErrorCode.DUPLICATE_KEY
+    if _keys_unique(data, value):
+        assert not duplicate, data
+    # The codec's proof also requires a top-level schema_version.
+    fast = _unique_keys(data, ((data, ENCODER.encode(value)),))
+    assert fast == (exact is None), data
+
+
 @_settings(ROBUST_INPUTS // MUTANTS_PER_EXAMPLE)
 @given(st.integers(0, 2**64))
 def test_fixture_mutations(seed: int) -> None:
@@ -312,7 +336,9 @@ def test_fixture_mutations(seed: int) -> None:
     # themselves are cheap Python, so 20,000 of them fit in seconds.
     rng = random.Random(seed)
     for _ in range(MUTANTS_PER_EXAMPLE):
-        _check_input(mutate(rng.choice(JSON_FIXTURES), rng))
+        data = mutate(rng.choice(JSON_FIXTURES), rng)
+        _check_input(data)
+        _check_duplicate_detection(data)
 
 
 # -- random Python values through encode -----------------------------------------------------
