@@ -17,6 +17,8 @@ EXPECTED: frozenset[str] = frozenset(
         "ApprovalResolved",
         "CodexBridge",
         "CodexUnmapped",
+        "CodexStdio",
+        "CodexWebSocket",
         "Output",
         "ToCodex",
         "ToNative",

@@ -16,7 +16,9 @@ from ._bridge import (
     ToCodex,
     ToNative,
 )
+from ._stdio import CodexStdio
 from ._table import SUPPORTED_GROUPS, TRANSLATIONS, Translation, render_table
+from ._ws import CodexWebSocket
 
 __all__ = [
     # bridge (_bridge)
@@ -27,6 +29,9 @@ __all__ = [
     "Output",
     "ToCodex",
     "ToNative",
+    # links (_stdio, _ws: needs the `websocket` extra when used)
+    "CodexStdio",
+    "CodexWebSocket",
     # table (_table)
     "SUPPORTED_GROUPS",
     "TRANSLATIONS",

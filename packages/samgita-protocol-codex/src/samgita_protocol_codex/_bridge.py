@@ -44,6 +44,7 @@ from samgita_protocol import (
     Message,
     Notification,
     ProtocolError,
+    Replay,
     Request,
     Response,
     StreamResumeParams,
@@ -67,7 +68,6 @@ from samgita_protocol import (
     TurnSteerResult,
     decode_result,
 )
-from samgita_protocol._replay import Replay
 
 from ._generated import inbound, outbound
 from ._methods import request_types
@@ -481,14 +481,12 @@ class CodexBridge:
                     missing=missing,
                 )
             ]
-        if self._codex == "ready":
+        if self._codex != "fresh":
+            # Codex is (being) initialized or down: the native session does not
+            # wait for it (stream/resume is answered from the Replay meanwhile)
             return [self._initialized(request)]
-        if self._codex != "fresh" or any(
-            p.method == "initialize" for p in self._pending.values()
-        ):
-            return [
-                _error(request, ErrorCode.DISCONNECTED, "the Codex link is not ready")
-            ]
+        if any(p.method == "initialize" for p in self._pending.values()):
+            return [_error(request, ErrorCode.CONFLICT, "an initialize is in progress")]
         return [
             self._send_codex_request("initialize", self._initialize_params(), request)
         ]

@@ -1,0 +1,448 @@
+"""The Codex bridge against the real `codex app-server` 0.163.0, over stdio and over WebSocket.
+
+Offline: a temporary CODEX_HOME points a custom model provider at a scripted
+Responses-API server on loopback (tools/record_codex.py's ScriptedModel).
+The binary is $CODEX_BIN or tests-integration/node_modules/.bin/codex; a
+missing binary or another version fails (never skips).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import secrets
+import socket
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol
+
+import msgspec
+import pytest
+from samgita_protocol import (
+    ApprovalRequestParams,
+    ApprovalRequestResult,
+    ErrorCode,
+    InitializeParams,
+    InputItem,
+    Notification,
+    Request,
+    Response,
+    StreamResumeParams,
+    ThreadStartParams,
+    TurnInterruptParams,
+    TurnStartParams,
+)
+from samgita_protocol_codex import (
+    CodexBridge,
+    CodexStdio,
+    CodexWebSocket,
+    ToCodex,
+    ToNative,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+GROUPS = ["sessions.v1", "streaming.v1", "approvals.v1"]
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+rec = _load("record_codex")
+tool = sys.modules["gen_codex_types"]
+
+
+def _binary() -> Path:
+    binary = tool.codex_binary()
+    tool.check_codex_version(binary)
+    return Path(binary).absolute()
+
+
+class Link(Protocol):
+    async def send(self, line: bytes) -> None: ...
+    async def readline(self) -> bytes | None: ...
+    async def close(self) -> None: ...
+
+
+class Codex:
+    """One way of reaching a Codex app-server: `open()` a link, `cut()` it."""
+
+    def __init__(self, kind: str, home: Path, cwd: Path) -> None:
+        self.kind, self.home, self.cwd = kind, home, cwd
+        self.server: asyncio.subprocess.Process | None = None
+        self.url = ""
+        self.token = secrets.token_urlsafe(24)
+
+    async def start(self) -> None:
+        if self.kind == "websocket":
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
+            token_file = self.home / "ws-token"
+            token_file.write_text(self.token)
+            token_file.chmod(0o600)
+            self.url = f"ws://127.0.0.1:{port}"
+            self.server = await asyncio.create_subprocess_exec(
+                str(_binary()), "app-server", "--listen", self.url,
+                "--ws-auth", "capability-token", "--ws-token-file", str(token_file),
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL, cwd=self.cwd, start_new_session=True,
+                env={"PATH": "/usr/bin:/bin", "HOME": str(self.home), "CODEX_HOME": str(self.home)},
+            )  # fmt: skip
+            for _ in range(200):
+                if (
+                    await asyncio.to_thread(_status, f"http://127.0.0.1:{port}/readyz")
+                    == 200
+                ):
+                    return
+                await asyncio.sleep(0.05)
+            raise AssertionError("codex app-server --listen never became ready")
+
+    async def open(self) -> Link:
+        if self.kind == "stdio":
+            env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home)}
+            return await CodexStdio.start(
+                binary=_binary(), codex_home=self.home, cwd=self.cwd, env=env
+            )
+        return await CodexWebSocket.connect(url=self.url, token=self.token)
+
+    async def cut(self, link: Any) -> None:
+        if self.kind == "stdio":
+            await link.kill()
+        else:
+            await link.close()
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            import os
+            import signal
+
+            try:
+                os.killpg(self.server.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            await self.server.wait()
+
+
+def _status(url: str, headers: dict[str, str] | None = None) -> int:
+    try:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, headers=headers or {}), timeout=2
+        ) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0
+
+
+async def _upgrade_status(url: str, headers: dict[str, str]) -> int:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidStatus
+
+    try:
+        async with connect(url, additional_headers=headers, open_timeout=10):
+            return 101
+    except InvalidStatus as exc:
+        return int(exc.response.status_code)
+
+
+class Run:
+    """Drives the bridge: native requests in, the Codex link pumped in a task."""
+
+    def __init__(self, link: Link) -> None:
+        self.bridge = CodexBridge(host_id="codex-it")
+        self.link = link
+        self.native: list[Any] = []
+        self.changed = asyncio.Event()
+        self.n = 0
+        self.pump_task: asyncio.Task[None] | None = None
+
+    async def dispatch(self, outputs: list[Any]) -> None:
+        for out in outputs:
+            if isinstance(out, ToCodex):
+                await self.link.send(out.data)
+            else:
+                self.native.append(out.message if isinstance(out, ToNative) else out)
+        self.changed.set()
+
+    async def _pump(self) -> None:
+        while (line := await self.link.readline()) is not None:
+            await self.dispatch(self.bridge.receive_codex(line))
+
+    def start_pump(self) -> None:
+        self.pump_task = asyncio.create_task(self._pump())
+
+    async def stop_pump(self) -> None:
+        if self.pump_task is not None:
+            self.pump_task.cancel()
+            try:
+                await self.pump_task
+            except (asyncio.CancelledError, ConnectionError):
+                pass
+            self.pump_task = None
+
+    def make(self, method: str, params: msgspec.Struct, *, mutation: bool) -> Request:
+        self.n += 1
+        return Request(
+            method=method, id=f"n{self.n}", correlation_id=f"c{self.n}", params=params,
+            command_id=f"cmd{self.n}" if mutation else msgspec.UNSET,
+        )  # fmt: skip
+
+    async def request(
+        self, method: str, params: msgspec.Struct, *, mutation: bool
+    ) -> Response:
+        req = self.make(method, params, mutation=mutation)
+        await self.dispatch(self.bridge.native_request(req))
+        return await self.wait(lambda m: isinstance(m, Response) and m.id == req.id)  # type: ignore[no-any-return]
+
+    async def wait(self, pred: Callable[[Any], bool], timeout: float = 60) -> Any:
+        async def find() -> Any:
+            seen = 0
+            while True:
+                for m in self.native[seen:]:
+                    if pred(m):
+                        return m
+                seen = len(self.native)
+                self.changed.clear()
+                await self.changed.wait()
+
+        return await asyncio.wait_for(find(), timeout)
+
+    def notes(self, method: str) -> list[Notification]:
+        return [
+            m for m in self.native if isinstance(m, Notification) and m.method == method
+        ]
+
+    async def setup_thread(self) -> str:
+        init = await self.request(
+            "connection/initialize",
+            InitializeParams(versions=["1.0"], capabilities=GROUPS),
+            mutation=False,
+        )
+        assert sorted(init.result.capabilities) == sorted(GROUPS)
+        started = await self.request("thread/start", ThreadStartParams(), mutation=True)
+        return str(started.result.thread.thread_id)
+
+    async def start_turn(self, thread_id: str, text: str = "hi") -> str:
+        params = TurnStartParams(
+            thread_id=thread_id, input=[InputItem(type="text", text=text)]
+        )
+        response = await self.request("turn/start", params, mutation=True)
+        return str(response.result.turn.turn_id)
+
+
+def _turn_completed(m: Any) -> bool:
+    return isinstance(m, Notification) and m.method == "turn/completed"
+
+
+@asynccontextmanager
+async def codex_session(
+    kind: str, tmp: Path, script: list[list[dict[str, Any]]], *, policy: str = "never"
+) -> AsyncIterator[tuple[Run, Codex, Any]]:
+    model = rec.ScriptedModel(script)
+    model.hold = asyncio.Event()
+    model.hold.set()
+    await model.start()
+    rec.write_codex_home(tmp / "home", model.port, approval_policy=policy)
+    codex = Codex(kind, tmp / "home", tmp)
+    await codex.start()
+    link = await codex.open()
+    run = Run(link)
+    run.start_pump()
+    try:
+        yield run, codex, model
+    finally:
+        await run.stop_pump()
+        await run.link.close()
+        await codex.stop()
+        model.hold.set()
+        await model.close()
+
+
+LINKS = ["stdio", "websocket"]
+
+
+@pytest.mark.parametrize("kind", LINKS)
+def test_turn_deltas_become_native_deltas(kind: str, tmp_path: Path) -> None:
+    async def main() -> None:
+        text = "Hello from the scripted model, in pieces."
+        async with codex_session(kind, tmp_path, [rec.text_reply(text, chunks=5)]) as (
+            run,
+            _,
+            _m,
+        ):
+            thread_id = await run.setup_thread()
+            await run.start_turn(thread_id)
+            done = await run.wait(_turn_completed)
+            assert done.params.turn.status == "completed"
+            deltas = run.notes("item/delta")
+            assert len(deltas) == 5 and "".join(d.params.delta for d in deltas) == text
+            sequenced = [
+                m
+                for m in run.native
+                if isinstance(m, Notification) and m.cursor is not msgspec.UNSET
+            ]
+            assert [m.cursor for m in sequenced] == list(range(1, len(sequenced) + 1))
+            final = [
+                n
+                for n in run.notes("item/completed")
+                if n.params.item.type == "agentMessage"
+            ]
+            assert final[-1].params.item.text == text
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", LINKS)
+@pytest.mark.parametrize("approve", [True, False], ids=["approve", "deny"])
+def test_approval_reaches_native_side_and_decides_the_effect(
+    kind: str, approve: bool, tmp_path: Path
+) -> None:
+    marker = tmp_path / "approved.txt"
+
+    async def main() -> None:
+        script = [rec.exec_call(f"touch {marker}"), rec.text_reply("done")]
+        async with codex_session(kind, tmp_path, script, policy="on-request") as (
+            run,
+            _,
+            _m,
+        ):
+            thread_id = await run.setup_thread()
+            await run.start_turn(thread_id, "touch it")
+            ask = await run.wait(
+                lambda m: isinstance(m, Request) and m.method == "approval/request"
+            )
+            params = ask.params
+            assert (
+                isinstance(params, ApprovalRequestParams)
+                and "touch" in params.action.description
+            )
+            result = ApprovalRequestResult(
+                approval_id=params.approval_id, action=params.action,
+                decision="approve" if approve else "deny",
+            )  # fmt: skip
+            await run.dispatch(
+                run.bridge.native_response(
+                    Response(
+                        id=ask.id, correlation_id=ask.correlation_id, result=result
+                    )
+                )
+            )
+            await run.wait(_turn_completed)
+        assert marker.exists() is approve
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", LINKS)
+def test_interrupt_while_streaming(kind: str, tmp_path: Path) -> None:
+    async def main() -> None:
+        script = [rec.text_reply("a long answer that is still streaming", chunks=6)]
+        async with codex_session(kind, tmp_path, script) as (run, _, model):
+            model.hold.clear()  # the model stops before response.completed
+            thread_id = await run.setup_thread()
+            turn_id = await run.start_turn(thread_id)
+            await run.wait(
+                lambda m: isinstance(m, Notification) and m.method == "item/delta"
+            )
+            response = await run.request(
+                "turn/interrupt",
+                TurnInterruptParams(thread_id=thread_id, turn_id=turn_id),
+                mutation=True,
+            )
+            assert response.result.interrupt_status == "requested"
+            done = await run.wait(_turn_completed)
+            assert done.params.turn.status == "interrupted"
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", LINKS)
+def test_link_cut_mid_turn_is_uncertain_and_stream_resumes(
+    kind: str, tmp_path: Path
+) -> None:
+    async def main() -> None:
+        script = [rec.text_reply("first turn streams fully", chunks=4)]
+        async with codex_session(kind, tmp_path, script) as (run, codex, model):
+            thread_id = await run.setup_thread()
+            await run.start_turn(thread_id)
+            await run.wait(_turn_completed)
+            sequenced = [
+                m
+                for m in run.native
+                if isinstance(m, Notification) and m.cursor is not msgspec.UNSET
+            ]
+            checkpoint = sequenced[1].cursor  # the native client processed two events
+            stream_id = sequenced[0].stream_id
+            # a second turn/start is written, then the link is cut before Codex answers
+            model.hold.clear()
+            await run.stop_pump()
+            req = run.make("turn/start", TurnStartParams(thread_id=thread_id,
+                           input=[InputItem(type="text", text="again")]), mutation=True)  # fmt: skip
+            await run.dispatch(run.bridge.native_request(req))
+            await codex.cut(run.link)
+            sent_before = run.bridge._next_codex_id
+            await run.dispatch(run.bridge.codex_disconnected())
+            failed = [
+                m for m in run.native if isinstance(m, Response) and m.id == req.id
+            ]
+            assert failed[0].error.code == ErrorCode.AMBIGUOUS_DISCONNECT
+            # reconnect: only initialize goes out (nothing is re-sent)
+            run.link = await codex.open()
+            run.start_pump()
+            await run.dispatch(run.bridge.codex_connected())
+            assert run.bridge._next_codex_id == sent_before + 1
+            # the native side reconnects too and resumes its stream from the checkpoint
+            run.bridge.native_connected()
+            await run.request(
+                "connection/initialize",
+                InitializeParams(versions=["1.0"], capabilities=GROUPS),
+                mutation=False,
+            )
+            page = await run.request(
+                "stream/resume",
+                StreamResumeParams(stream_id=stream_id, cursor=checkpoint),
+                mutation=False,
+            )
+            assert page.error is msgspec.UNSET, page.error
+            assert [e.cursor for e in page.result.events] == [
+                m.cursor for m in sequenced[2:]
+            ]
+            model.hold.set()
+
+    asyncio.run(main())
+
+
+def test_websocket_listener_facts(tmp_path: Path) -> None:
+    """401 without the bearer token, 403 for an Origin header, /readyz 200."""
+
+    async def main() -> None:
+        async with codex_session("websocket", tmp_path, [rec.text_reply("x")]) as (
+            _,
+            codex,
+            _m,
+        ):
+            http = codex.url.replace("ws://", "http://")
+            assert await asyncio.to_thread(_status, f"{http}/readyz") == 200
+            assert await _upgrade_status(codex.url, {}) == 401
+            bearer = {"Authorization": f"Bearer {codex.token}"}
+            assert (
+                await _upgrade_status(
+                    codex.url, {**bearer, "Origin": "http://127.0.0.1"}
+                )
+                == 403
+            )
+            assert await _upgrade_status(codex.url + "/any/path", bearer) == 101
+
+    asyncio.run(main())
