@@ -1,0 +1,92 @@
+"""Translation cost per message as a ratio to stdlib json.loads + json.dumps of the same message.
+
+    python bench/translate.py
+
+Native -> Codex: decode a native `turn/start` request (core codec), translate,
+validate strictly against the outbound Codex types, encode the JSON line.
+Codex -> native: decode a recorded `item/agentMessage/delta` line (tolerant
+inbound types), translate, sequence it in the Replay, encode the native
+notification (core codec). Prints ratios; asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from samgita_protocol import InitializeParams, Request, decode, encode
+
+from samgita_protocol_codex import CodexBridge, ToNative
+
+RECORDING = (
+    Path(__file__).resolve().parent.parent / "tests" / "recordings" / "turn.jsonl"
+)
+
+
+def _best(fn: Callable[[], object], n: int) -> float:
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - start) / n)
+    return best
+
+
+def _bridge() -> tuple[CodexBridge, bytes, str]:
+    bridge = CodexBridge(host_id="bench", max_events=1024)
+    lines = [json.loads(x) for x in RECORDING.read_text().splitlines()]
+    init = Request(
+        method="connection/initialize",
+        id="i",
+        correlation_id="i",
+        params=InitializeParams(
+            versions=["1.0"], capabilities=["sessions.v1", "streaming.v1"]
+        ),
+    )
+    bridge.native_request(init)
+    bridge.receive_codex(
+        json.dumps(lines[1]["msg"]).encode()
+    )  # Codex initialize result
+    delta = next(
+        e["msg"] for e in lines if e["msg"].get("method") == "item/agentMessage/delta"
+    )
+    return bridge, json.dumps(delta).encode(), delta["params"]["threadId"]
+
+
+def main() -> None:
+    bridge, delta_line, thread_id = _bridge()
+    native_turn = (
+        '{"schema_version":"1.0","type":"request","method":"turn/start","id":"r1",'
+        '"correlation_id":"c1","command_id":"k1","params":{"thread_id":"'
+        + thread_id
+        + '",'
+        '"input":[{"type":"text","text":"Summarize the failing test output, please."}]}}'
+    ).encode()
+
+    def native_to_codex() -> None:
+        out = bridge.native_request(decode(native_turn))
+        assert out[0].data  # type: ignore[union-attr]
+
+    def codex_to_native() -> None:
+        (out,) = bridge.receive_codex(delta_line)
+        assert isinstance(out, ToNative)
+        encode(out.message)
+
+    n = 20_000
+    results = {
+        "native->codex turn/start": (_best(native_to_codex, n), native_turn),
+        "codex->native item delta": (_best(codex_to_native, n), delta_line),
+    }
+    for name, (cost, raw) in results.items():
+        text = raw.decode()
+        base = _best(lambda text=text: json.dumps(json.loads(text)), n)
+        print(
+            f"{name}: {cost * 1e6:6.2f} us, json {base * 1e6:5.2f} us, ratio {cost / base:4.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()
