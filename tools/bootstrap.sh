@@ -44,7 +44,14 @@ _samgita_bootstrap() {
   if [ "$want" != "$have" ] || [ ! -x "$venv/bin/hatch" ]; then
     echo "bootstrap: installing the pinned hatch into .tools/hatch-venv ($("$py" -V))" >&2
     rm -rf "$venv"
-    "$py" -m venv "$venv"
+    if ! "$py" -m venv "$venv" 2>/dev/null; then
+      # A Python without ensurepip (Debian without python3-venv): make the
+      # venv with virtualenv, installed by pip into .tools/ only.
+      rm -rf "$venv" "$tools/virtualenv-pkg"
+      "$py" -m pip install --quiet --disable-pip-version-check --target "$tools/virtualenv-pkg" \
+        -c "$root/tools/hatch-constraints.txt" virtualenv
+      PYTHONPATH="$tools/virtualenv-pkg" "$py" -m virtualenv --quiet "$venv"
+    fi
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
       -r "$root/tools/requirements-hatch.txt"
     echo "$want" >"$venv/.samgita-stamp"
