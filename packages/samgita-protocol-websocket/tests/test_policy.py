@@ -532,3 +532,47 @@ def test_fake_agent_interrupt_and_cancel() -> None:
                 assert err.value.origin == "remote"
 
     asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def test_fake_agent_sends_only_negotiated_groups() -> None:
+    async def main() -> None:
+        state = AgentState(message_deltas=2, delta_interval=0.0)
+        async with serve(
+            FakeAgent.factory(state), host="127.0.0.1", token=TOKEN
+        ) as listener:
+            caps = ["sessions.v1", "approvals.v1"]  # no streaming.v1
+            box: list[Any] = []
+
+            async def approve(request: Any) -> None:
+                p = request.params
+                await box[0].reply(
+                    request,
+                    core.ApprovalRequestResult(
+                        approval_id=p.approval_id, action=p.action, decision="approve"
+                    ),
+                )
+
+            async with connect(
+                listener.url, token=TOKEN, capabilities=caps, on_request=approve
+            ) as s:
+                box.append(s)
+                thread = (await s.request("thread/start", {}, command_id="a")).thread
+                turn = (
+                    await s.request(
+                        "turn/start",
+                        {
+                            "thread_id": thread.thread_id,
+                            "input": [{"type": "text", "text": "x"}],
+                        },
+                        command_id="b",
+                    )
+                ).turn
+                methods = []
+                while "turn/completed" not in methods:
+                    n = await s.next_notification(timeout=5)
+                    methods.append(n.method)
+                    s.ack(n)
+                assert not [m for m in methods if m.startswith("item/")]
+                assert state.turns[turn.turn_id].turn.status == "completed"
+
+    asyncio.run(asyncio.wait_for(main(), 20))

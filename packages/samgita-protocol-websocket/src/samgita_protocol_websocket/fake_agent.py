@@ -12,7 +12,9 @@ nothing is approved by the Agent), an item reporting the decision, a second
 item of ``message_deltas`` deltas, and ``turn/completed``.  Every item event
 is appended to the turn's ``Replay`` (which assigns the cursor) before it is
 sent, so ``stream/resume`` serves whatever a disconnected client missed; the
-turn keeps running while no client is connected.  ``turn/interrupt`` stops
+turn keeps running while no client is connected.  A peer that did not
+negotiate a notification's group does not get it; one without
+``streaming.v1`` gets the session events unsequenced (it cannot resume).  ``turn/interrupt`` stops
 it (``turn/completed`` with ``interrupted``).
 
 Run it: ``samgita-fake-agent --host 127.0.0.1 --port PORT --token-file FILE``
@@ -287,15 +289,20 @@ class FakeAgent(core.Handler):
     # -- the streamed turn -----------------------------------------------------------------------
 
     async def _emit(self, entry: _Turn, method: str, params: Any) -> None:
-        notification = entry.replay.append(
-            core.Notification(method=method, params=params)
-        )
+        ephemeral = core.Notification(method=method, params=params)
+        notification = entry.replay.append(ephemeral)
+        group = core.METHODS[method].group
         for conn in list(entry.subscribers):
             if conn.closed:
                 entry.subscribers.discard(conn)
                 continue
+            negotiated = conn.server.capabilities
+            if group not in negotiated:
+                continue  # retained for stream/resume; this peer did not negotiate the group
+            # Without streaming.v1 a peer cannot resume, so it gets the event unsequenced.
+            message = notification if "streaming.v1" in negotiated else ephemeral
             try:
-                await conn.send_message(notification)
+                await conn.send_message(message)
             except (ConnectionError, core.ProtocolError):
                 entry.subscribers.discard(conn)
 
