@@ -464,6 +464,22 @@ def test_convert_params_from_mappings_and_structs() -> None:
     assert caught.value.data == {"path": "/params/event/created_at"}
 
 
+def test_helpers_refuse_values_json_would_change() -> None:
+    with pytest.raises(sp.ProtocolError) as caught:
+        sp.convert_params("thread/start", {"metadata": {1: 2}})
+    assert (caught.value.code, caught.value.origin) == (C.INVALID_KEY, "local")
+    assert caught.value.data == {"path": "/params/metadata"}
+    action = {"kind": "k", "description": "d", "details": {"x": (1,)}}
+    result = {"approval_id": "a", "decision": "deny", "action": action}
+    with pytest.raises(sp.ProtocolError) as caught:
+        sp.decode_result("approval/request", result)
+    assert caught.value.code == C.INVALID_RESULT
+    assert caught.value.data == {
+        "path": "/result/action/details/x",
+        "reason": "invalid_field",
+    }
+
+
 def test_decode_result() -> None:
     raw = msgspec.Raw(b'{"thread_id":"t","turn_id":"u","interrupt_status":"requested"}')
     expected = sp.TurnInterruptResult(

@@ -747,6 +747,11 @@ def convert_params(
         params: msgspec.Struct = decode_params(spec, raw, ascii_only(raw))
     except ProtocolError as exc:
         raise exc.with_origin("local") from None
+    # Values msgspec would change silently (non-string keys, tuples, NaN...).
+    if params != value:
+        problem = json_problem(value, "/params")
+        if problem is not None:
+            raise problem
     return params
 
 
@@ -767,6 +772,10 @@ def decode_result(
                 raw = dict(raw)
             data = _as_json(raw, ErrorCode.INVALID_FIELD, "result")
         result = _decode_result_bytes(spec, data)
+        if not isinstance(raw, msgspec.Raw) and result != raw:
+            problem = json_problem(raw, "/result")
+            if problem is not None:
+                raise problem
     except ProtocolError as exc:
         reason = exc.code.value
         extra = dict(exc.data or {})
