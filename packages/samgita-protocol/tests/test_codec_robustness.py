@@ -27,13 +27,8 @@ from hypothesis import strategies as st
 
 import samgita_protocol as sp
 from samgita_protocol._codec import _unique_keys
-from samgita_protocol._validate import (
-    ANY_DECODER,
-    ENCODER,
-    _keys_unique,
-    explain,
-    find_duplicate_key,
-)
+from samgita_protocol._jsonscan import find_duplicate_key
+from samgita_protocol._validate import ANY_DECODER, ENCODER, _keys_unique, explain
 
 CI = bool(os.environ.get("CI"))
 BATCH = 10

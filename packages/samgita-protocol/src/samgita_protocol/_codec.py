@@ -61,23 +61,25 @@ import msgspec
 from msgspec import UNSET
 
 from ._errors import ErrorCode, ProtocolError
+from ._jsonscan import (
+    MAX_DEPTH,
+    ascii_only,
+    colons_kept,
+    depth_within,
+    error,
+    find_duplicate_key,
+)
+from ._results import json_problem
 from ._schema import METHODS, Message, Notification, Request, Response
 from ._validate import (
     ANY_DECODER,
     ENCODER,
     ENVELOPE_DECODER,
     HEAD_DECODER,
-    MAX_DEPTH,
     PARAMS_DECODERS,
-    ascii_only,
     check_struct,
-    colons_kept,
-    depth_within,
-    error,
     explain,
-    find_duplicate_key,
     has_free_form,
-    json_problem,
     needs_walk,
 )
 

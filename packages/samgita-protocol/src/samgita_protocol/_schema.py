@@ -841,7 +841,7 @@ def convert_params(
             schema (``data.path`` names the field, rooted at ``/params``).
             Origin ``local``.
     """
-    from ._validate import convert_params as impl
+    from ._results import convert_params as impl
 
     return impl(method, value)
 
@@ -860,7 +860,7 @@ def decode_result(
             JSON pointer. ``unknown_method`` (origin ``local``) when ``method``
             is not a request method.
     """
-    from ._validate import decode_result as impl
+    from ._results import decode_result as impl
 
     return impl(method, raw)
 
@@ -874,7 +874,7 @@ def validate(message: Message) -> Message:
             give for the encoded message (``invalid_message`` when it is not
             a Request, Response or Notification).
     """
-    from ._validate import validate_message
+    from ._results import validate_message
 
     validate_message(message)
     return message

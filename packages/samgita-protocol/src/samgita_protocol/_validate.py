@@ -9,16 +9,15 @@ Which fields of which Struct need which check is read once, at import, from
 ``msgspec.inspect`` (a plan per Struct type), so a message whose types need
 no check (``item/delta`` in ASCII) is not walked at all.
 
-This module also holds the exact (slow) JSON checks: the depth scan, the
-duplicate-key tokenizer and the full, ordered explanation of an invalid
-message, which the codec's fast path falls back to for every input it does
-not accept outright.
+This module also holds the full, ordered explanation of an invalid message
+(``explain``, built on the exact byte checks of ``_jsonscan``), which the
+codec's fast path falls back to for every input it does not accept
+outright.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -27,6 +26,17 @@ import msgspec
 from msgspec import UNSET
 
 from ._errors import ErrorCode, ProtocolError
+from ._jsonscan import (
+    MAX_DEPTH,
+    ascii_only,
+    colons_kept,
+    depth_within,
+    error,
+    find_duplicate_key,
+    is_short,
+    json_error,
+    pointer_segment,
+)
 from ._schema import (
     MAX_ID_BYTES,
     METHODS,
@@ -37,14 +47,7 @@ from ._schema import (
     Notification,
     Request,
     Response,
-    StreamResumeResult,
 )
-
-MAX_DEPTH: Final = 32
-"""The deepest JSON nesting a message may have (docs/protocol.md section 9)."""
-
-_MAX_NAME: Final = 64
-"""Longer keys are input content, not field names: errors do not echo them."""
 
 # -- Struct plans -----------------------------------------------------------------
 
@@ -149,61 +152,10 @@ def has_free_form(cls: type[msgspec.Struct]) -> bool:
     return _PLANS[cls].free_form
 
 
-_ESCAPED_U: Final = re.compile(rb"\\u")
-
-
-def ascii_only(data: bytes) -> bool:
-    """Whether every string ``data`` decodes to is ASCII (so its length in
-    code points is its length in UTF-8 bytes): ASCII bytes and no ``\\u``
-    escape, which can spell any character (a ``\\\\u`` that is not one
-    counts too: that only costs a walk). The regex scans several times faster
-    than a two-byte ``in`` on large inputs."""
-    return data.isascii() and _ESCAPED_U.search(data) is None
-
-
 def needs_walk(cls: type[msgspec.Struct], ascii_input: bool) -> bool:
     """Whether ``check_struct`` can find anything in a ``cls`` value."""
     plan = _PLANS[cls]
     return plan.walk_ascii if ascii_input else plan.walk_any
-
-
-# -- errors -------------------------------------------------------------------------
-
-
-def error(
-    code: ErrorCode, message: str, path: str | None = None, **extra: Any
-) -> ProtocolError:
-    """A peer error with ``data.path`` (a JSON pointer) and ``extra`` facts.
-
-    A pointer segment longer than a field name is input content, not
-    protocol structure: the path stops before it."""
-    data: dict[str, Any] | None = None
-    if path is not None or extra:
-        data = dict(extra)
-        if path is not None:
-            data["path"] = short_path(path)
-    return ProtocolError(code, message, data=data, origin="peer")
-
-
-def short_path(path: str) -> str:
-    """``path`` up to its first segment that is longer than a field name."""
-    if len(path) <= _MAX_NAME:
-        return path
-    kept = []
-    for segment in path.split("/")[1:]:
-        if len(segment) > _MAX_NAME:
-            break
-        kept.append(segment)
-    return "".join("/" + segment for segment in kept)
-
-
-def pointer_segment(key: str) -> str:
-    """One JSON pointer segment (RFC 6901 escaping)."""
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def _short(key: str) -> bool:
-    return len(key) <= _MAX_NAME
 
 
 # -- calendar ---------------------------------------------------------------------
@@ -333,7 +285,7 @@ def from_validation_error(exc: msgspec.ValidationError, prefix: str) -> Protocol
     if head.startswith("Object contains unknown field"):
         f = _FIELD.search(head)
         name = f.group(1) if f else ""
-        extra = {"field": name} if _short(name) else {}
+        extra = {"field": name} if is_short(name) else {}
         return error(
             ErrorCode.UNKNOWN_FIELD,
             "unknown field",
@@ -365,118 +317,6 @@ def _safe_reason(head: str) -> str:
     if _SAFE_REASON.match(head) and len(head) <= 120:
         return head[0].lower() + head[1:]
     return "invalid value"
-
-
-# -- exact JSON checks ------------------------------------------------------------------
-
-# String literals as an unrolled loop (no per-character alternation).
-_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_BRACKET: Final = re.compile(rb"[\[\]{}]")
-
-
-def depth_within(data: bytes, limit: int = MAX_DEPTH) -> bool:
-    """Whether no container in ``data`` (outside string literals) nests deeper
-    than ``limit``; cheap when the whole input has at most ``limit`` of them."""
-    if data.count(b"{") + data.count(b"[") <= limit:
-        return True
-    depth = 0
-    for m in _BRACKET.finditer(_STRING.sub(b"", data)):
-        if m.group() in b"[{":
-            depth += 1
-            if depth > limit:
-                return False
-        else:
-            depth -= 1
-    return True
-
-
-_TOKEN: Final = re.compile(
-    rb'("[^"\\]*(?:\\.[^"\\]*)*")([ \t\n\r]*:)?|([\[\]{},])', re.S
-)
-
-
-def _key_text(literal: bytes) -> str:
-    if b"\\" not in literal:
-        # surrogateescape: never raises, and equal bytes stay equal keys.
-        return literal[1:-1].decode("utf-8", "surrogateescape")
-    value: str = msgspec.json.decode(literal, type=str)
-    return value
-
-
-def find_duplicate_key(data: bytes) -> ProtocolError | None:
-    """The ``duplicate_key`` error for the first object in ``data`` (valid
-    JSON) that repeats a key, or ``None``. Also reports a top-level object
-    without ``schema_version`` (``missing_field``), which a decoded Struct
-    cannot show because the field has a default."""
-    # One entry per open container: (keys seen, or None for an array;
-    # current key or index).
-    keys: list[set[str] | None] = []
-    where: list[str | int] = []
-    top_keys: set[str] | None = None
-    for m in _TOKEN.finditer(data):
-        literal, colon, punct = m.groups()
-        if literal is not None:
-            if colon is not None:
-                key = _key_text(literal)
-                seen = keys[-1]
-                assert seen is not None
-                if key in seen:
-                    path = "".join(f"/{pointer_segment(str(p))}" for p in where[:-1])
-                    path += "/" + pointer_segment(key)
-                    extra = {"key": key} if _short(key) else {}
-                    return error(
-                        ErrorCode.DUPLICATE_KEY,
-                        "an object repeats a key",
-                        path,
-                        **extra,
-                    )
-                seen.add(key)
-                where[-1] = key
-            continue
-        if punct == b"{":
-            keys.append(set())
-            where.append("")
-        elif punct == b"[":
-            keys.append(None)
-            where.append(0)
-        elif punct == b",":
-            if keys and keys[-1] is None:
-                index = where[-1]
-                assert isinstance(index, int)
-                where[-1] = index + 1
-        else:
-            closed = keys.pop()
-            where.pop()
-            if not keys:
-                top_keys = closed
-    if top_keys is not None and "schema_version" not in top_keys:
-        return error(
-            ErrorCode.MISSING_FIELD, "schema_version is required", "/schema_version"
-        )
-    return None
-
-
-# A \uD800-\uDBFF escape not followed by a low one, or a \uDC00-\uDFFF
-# escape not preceded by a high one; an escaped backslash before "u" does not
-# start an escape (an even run of backslashes).
-_LONE_SURROGATE: Final = re.compile(
-    rb"(?:^|[^\\])(?:\\\\)*(?:\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
-    rb"|(?<![0-9a-fA-F]{4})\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-)
-
-
-def json_error(data: bytes, exc: Exception) -> ProtocolError:
-    """The error for input msgspec could not parse: ``invalid_utf8`` for a
-    ``\\u`` escape that is an unpaired UTF-16 surrogate (a string no UTF-8
-    text can hold), ``invalid_json`` otherwise."""
-    text = str(exc)
-    if "surrogate" in text or _LONE_SURROGATE.search(data):
-        return error(
-            ErrorCode.INVALID_UTF8, "a \\u escape is an unpaired UTF-16 surrogate"
-        )
-    if text.startswith("JSON is malformed") or text == "Input data was truncated":
-        return error(ErrorCode.INVALID_JSON, text)
-    return error(ErrorCode.INVALID_JSON, "invalid JSON")
 
 
 # -- decoders (immutable, built once) ------------------------------------------------------
@@ -620,16 +460,6 @@ def decode_params(spec: MethodSpec, raw: bytes | msgspec.Raw, ascii_input: bool)
     return params
 
 
-_ESCAPED_COLON: Final = re.compile(rb"\\u003[aA]")
-
-
-def colons_kept(data: bytes) -> bool:
-    """Whether every string in ``data`` spells each of its colons as ``:``,
-    as msgspec's encoder does: then a string has as many colons in the input
-    as in its re-encoding, whatever other escapes it uses."""
-    return data.find(b"\\") < 0 or _ESCAPED_COLON.search(data) is None
-
-
 def _keys_unique(data: bytes, value: Any) -> bool:
     """A sufficient condition for ``data`` (which decoded to the untyped
     ``value``) repeating no key. JSON has exactly one structural colon per
@@ -687,241 +517,3 @@ def finish(message: Message, spec: MethodSpec | None, ascii_input: bool) -> Mess
     assert spec is not None
     params = decode_params(spec, message.params, ascii_input)
     return msgspec.structs.replace(message, params=params)
-
-
-# -- results and caller-built values ---------------------------------------------------------
-
-
-def _as_json(value: object, code: ErrorCode, what: str) -> bytes:
-    """``value`` encoded to JSON for validation, or the error naming why it
-    cannot be."""
-    try:
-        return ENCODER.encode(value)
-    except UnicodeEncodeError:
-        raise ProtocolError(
-            ErrorCode.INVALID_UTF8, f"{what} holds a string that is not valid Unicode"
-        ) from None
-    except RecursionError:
-        raise ProtocolError(
-            ErrorCode.DEPTH_EXCEEDED,
-            f"{what} nests deeper than {MAX_DEPTH}",
-            data={"max": MAX_DEPTH},
-        ) from None
-    except (TypeError, ValueError, OverflowError):
-        raise ProtocolError(code, f"{what} is not representable as JSON") from None
-
-
-def _check_json_bytes(data: bytes, prefix: str) -> None:
-    """Depth (relative to a value at ``prefix``) and duplicate keys of JSON
-    ``data`` that msgspec produced or will parse."""
-    base = prefix.count("/")
-    if not depth_within(data, MAX_DEPTH - base):
-        raise error(
-            ErrorCode.DEPTH_EXCEEDED,
-            f"JSON nesting is deeper than {MAX_DEPTH}",
-            prefix,
-            max=MAX_DEPTH,
-        )
-
-
-def convert_params(
-    method: str, value: msgspec.Struct | Mapping[str, Any]
-) -> msgspec.Struct:
-    """See ``samgita_protocol.convert_params``."""
-    spec = METHODS.get(method)
-    if spec is None:
-        raise ProtocolError(
-            ErrorCode.UNKNOWN_METHOD, "unknown method", data={"method": method}
-        )
-    if not isinstance(value, (spec.params, Mapping)):
-        raise ProtocolError(
-            ErrorCode.INVALID_PARAMS,
-            f"params of {method} must be a {spec.params.__name__} or a mapping",
-            data={"path": "/params"},
-        )
-    if isinstance(value, Mapping) and not isinstance(value, dict):
-        value = dict(value)
-    raw = _as_json(value, ErrorCode.INVALID_FIELD, "params")
-    try:
-        _check_json_bytes(raw, "/params")
-        params: msgspec.Struct = decode_params(spec, raw, ascii_only(raw))
-    except ProtocolError as exc:
-        raise exc.with_origin("local") from None
-    # Values msgspec would change silently (non-string keys, tuples, NaN...).
-    if params != value:
-        problem = json_problem(value, "/params")
-        if problem is not None:
-            raise problem
-    return params
-
-
-def decode_result(
-    method: str, raw: msgspec.Raw | msgspec.Struct | Mapping[str, Any]
-) -> Any:
-    """See ``samgita_protocol.decode_result``."""
-    spec = METHODS.get(method)
-    if spec is None or spec.result is None:
-        raise ProtocolError(
-            ErrorCode.UNKNOWN_METHOD, "not a request method", data={"method": method}
-        )
-    try:
-        if isinstance(raw, msgspec.Raw):
-            data = bytes(raw)
-        else:
-            if isinstance(raw, Mapping) and not isinstance(raw, dict):
-                raw = dict(raw)
-            data = _as_json(raw, ErrorCode.INVALID_FIELD, "result")
-        result = _decode_result_bytes(spec, data)
-        if not isinstance(raw, msgspec.Raw) and result != raw:
-            problem = json_problem(raw, "/result")
-            if problem is not None:
-                raise problem
-    except ProtocolError as exc:
-        reason = exc.code.value
-        extra = dict(exc.data or {})
-        extra["reason"] = reason
-        raise ProtocolError(
-            ErrorCode.INVALID_RESULT,
-            f"result of {method} is invalid: {exc.message}",
-            data=extra,
-            origin="peer",
-        ) from None
-    return result
-
-
-def _decode_result_bytes(spec: MethodSpec, data: bytes) -> Any:
-    ascii_input = ascii_only(data)
-    if not ascii_input:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise error(
-                ErrorCode.INVALID_UTF8, "result is not valid UTF-8", "/result"
-            ) from None
-    _check_json_bytes(data, "/result")
-    try:
-        value = ANY_DECODER.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise json_error(data, exc) from None
-    if ENCODER.encode(value) != data and not _keys_unique(data, value):
-        problem = find_duplicate_key(data)
-        if problem is not None and problem.code is ErrorCode.DUPLICATE_KEY:
-            assert problem.data is not None
-            problem.data["path"] = short_path("/result" + problem.data["path"])
-            raise problem
-    try:
-        result = RESULT_DECODERS[spec.name].decode(data)
-    except msgspec.ValidationError as exc:
-        raise from_validation_error(exc, "/result") from None
-    if spec.result is not None and needs_walk(spec.result, ascii_input):
-        check_struct(result, "/result", ascii_input)
-    if isinstance(result, StreamResumeResult):
-        events = [
-            _nested_notification(n, raw, f"/result/events/{i}", ascii_input)
-            for i, (n, raw) in enumerate(
-                zip(result.events, value["events"], strict=True)
-            )
-        ]
-        result = msgspec.structs.replace(result, events=events)
-    return result
-
-
-def _nested_notification(
-    n: Notification, raw: dict[str, Any], path: str, ascii_input: bool
-) -> Notification:
-    """A notification inside a ``stream/resume`` result, checked like a
-    top-level one (``raw`` is its undecoded JSON object, which shows the
-    presence of the fields a standalone Struct decode fills in) and with
-    its params decoded."""
-    for name in ("schema_version", "type"):
-        if name not in raw:
-            raise error(
-                ErrorCode.MISSING_FIELD, f"{name} is required", f"{path}/{name}"
-            )
-    spec = METHODS.get(n.method)
-    if spec is None or spec.kind != "notification":
-        raise error(
-            ErrorCode.UNKNOWN_METHOD, "not a notification method", f"{path}/method"
-        )
-    if (n.stream_id is UNSET) != (n.cursor is UNSET):
-        missing = "stream_id" if n.stream_id is UNSET else "cursor"
-        raise error(
-            ErrorCode.UNPAIRED_STREAM_POSITION,
-            "stream_id and cursor must appear together",
-            f"{path}/{missing}",
-        )
-    check_struct(n, path, ascii_input)
-    if not isinstance(raw["params"], dict):
-        raise error(
-            ErrorCode.INVALID_PARAMS, "params must be an object", f"{path}/params"
-        )
-    try:
-        params = PARAMS_DECODERS[spec.name].decode(n.params)
-    except msgspec.ValidationError as exc:
-        raise from_validation_error(exc, f"{path}/params") from None
-    if needs_walk(spec.params, ascii_input):
-        check_struct(params, f"{path}/params", ascii_input)
-    return msgspec.structs.replace(n, params=params)
-
-
-_JSON_SCALARS: Final = (str, int, float, bool, type(None))
-
-
-def json_problem(value: Any, path: str) -> ProtocolError | None:
-    """The ``invalid_key`` / ``invalid_field`` error (origin ``local``) for
-    the first value in a caller-built message that JSON cannot carry as it
-    is, or ``None``. Structs are walked by their fields; ``msgspec.Raw`` is
-    already JSON."""
-    if isinstance(value, msgspec.Struct):
-        for name in value.__struct_fields__:
-            problem = json_problem(getattr(value, name), f"{path}/{name}")
-            if problem is not None:
-                return problem
-        return None
-    if type(value) is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                return ProtocolError(
-                    ErrorCode.INVALID_KEY,
-                    "object keys must be strings",
-                    data={"path": short_path(path)},
-                )
-            problem = json_problem(item, f"{path}/{pointer_segment(key)}")
-            if problem is not None:
-                return problem
-        return None
-    if type(value) is list:
-        for i, item in enumerate(value):
-            problem = json_problem(item, f"{path}/{i}")
-            if problem is not None:
-                return problem
-        return None
-    if value is UNSET or isinstance(value, msgspec.Raw | ErrorCode):
-        return None
-    if type(value) in _JSON_SCALARS and not (
-        type(value) is float and not math.isfinite(value)
-    ):
-        return None
-    return ProtocolError(
-        ErrorCode.INVALID_FIELD,
-        f"a {type(value).__name__} is not a JSON value",
-        data={"path": short_path(path)},
-    )
-
-
-def validate_message(message: object) -> bytes:
-    """The wire bytes of a locally built message after every decode check
-    (no size bound).
-
-    Raises:
-        ProtocolError: origin ``local``; ``invalid_message`` when ``message``
-            is not a Request, Response or Notification.
-    """
-    from ._codec import decode_checked, encode_unchecked
-
-    data = encode_unchecked(message)
-    try:
-        decode_checked(data)
-    except ProtocolError as exc:
-        raise exc.with_origin("local") from None
-    return data

@@ -1,0 +1,273 @@
+"""Validation of values that are not whole wire messages: a method's params
+built by the caller (``convert_params``), a response's result against its
+method (``decode_result``) and a caller-built message (``validate``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET
+
+from ._errors import ErrorCode, ProtocolError
+from ._jsonscan import (
+    MAX_DEPTH,
+    ascii_only,
+    depth_within,
+    error,
+    find_duplicate_key,
+    json_error,
+    pointer_segment,
+    short_path,
+)
+from ._schema import METHODS, MethodSpec, Notification, StreamResumeResult
+from ._validate import (
+    ANY_DECODER,
+    ENCODER,
+    PARAMS_DECODERS,
+    RESULT_DECODERS,
+    _keys_unique,
+    check_struct,
+    decode_params,
+    from_validation_error,
+    needs_walk,
+)
+
+# -- results and caller-built values ---------------------------------------------------------
+
+
+def _as_json(value: object, code: ErrorCode, what: str) -> bytes:
+    """``value`` encoded to JSON for validation, or the error naming why it
+    cannot be."""
+    try:
+        return ENCODER.encode(value)
+    except UnicodeEncodeError:
+        raise ProtocolError(
+            ErrorCode.INVALID_UTF8, f"{what} holds a string that is not valid Unicode"
+        ) from None
+    except RecursionError:
+        raise ProtocolError(
+            ErrorCode.DEPTH_EXCEEDED,
+            f"{what} nests deeper than {MAX_DEPTH}",
+            data={"max": MAX_DEPTH},
+        ) from None
+    except (TypeError, ValueError, OverflowError):
+        raise ProtocolError(code, f"{what} is not representable as JSON") from None
+
+
+def _check_json_bytes(data: bytes, prefix: str) -> None:
+    """Depth (relative to a value at ``prefix``) and duplicate keys of JSON
+    ``data`` that msgspec produced or will parse."""
+    base = prefix.count("/")
+    if not depth_within(data, MAX_DEPTH - base):
+        raise error(
+            ErrorCode.DEPTH_EXCEEDED,
+            f"JSON nesting is deeper than {MAX_DEPTH}",
+            prefix,
+            max=MAX_DEPTH,
+        )
+
+
+def convert_params(
+    method: str, value: msgspec.Struct | Mapping[str, Any]
+) -> msgspec.Struct:
+    """See ``samgita_protocol.convert_params``."""
+    spec = METHODS.get(method)
+    if spec is None:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_METHOD, "unknown method", data={"method": method}
+        )
+    if not isinstance(value, (spec.params, Mapping)):
+        raise ProtocolError(
+            ErrorCode.INVALID_PARAMS,
+            f"params of {method} must be a {spec.params.__name__} or a mapping",
+            data={"path": "/params"},
+        )
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        value = dict(value)
+    raw = _as_json(value, ErrorCode.INVALID_FIELD, "params")
+    try:
+        _check_json_bytes(raw, "/params")
+        params: msgspec.Struct = decode_params(spec, raw, ascii_only(raw))
+    except ProtocolError as exc:
+        raise exc.with_origin("local") from None
+    # Values msgspec would change silently (non-string keys, tuples, NaN...).
+    if params != value:
+        problem = json_problem(value, "/params")
+        if problem is not None:
+            raise problem
+    return params
+
+
+def decode_result(
+    method: str, raw: msgspec.Raw | msgspec.Struct | Mapping[str, Any]
+) -> Any:
+    """See ``samgita_protocol.decode_result``."""
+    spec = METHODS.get(method)
+    if spec is None or spec.result is None:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_METHOD, "not a request method", data={"method": method}
+        )
+    try:
+        if isinstance(raw, msgspec.Raw):
+            data = bytes(raw)
+        else:
+            if isinstance(raw, Mapping) and not isinstance(raw, dict):
+                raw = dict(raw)
+            data = _as_json(raw, ErrorCode.INVALID_FIELD, "result")
+        result = _decode_result_bytes(spec, data)
+        if not isinstance(raw, msgspec.Raw) and result != raw:
+            problem = json_problem(raw, "/result")
+            if problem is not None:
+                raise problem
+    except ProtocolError as exc:
+        reason = exc.code.value
+        extra = dict(exc.data or {})
+        extra["reason"] = reason
+        raise ProtocolError(
+            ErrorCode.INVALID_RESULT,
+            f"result of {method} is invalid: {exc.message}",
+            data=extra,
+            origin="peer",
+        ) from None
+    return result
+
+
+def _decode_result_bytes(spec: MethodSpec, data: bytes) -> Any:
+    ascii_input = ascii_only(data)
+    if not ascii_input:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise error(
+                ErrorCode.INVALID_UTF8, "result is not valid UTF-8", "/result"
+            ) from None
+    _check_json_bytes(data, "/result")
+    try:
+        value = ANY_DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise json_error(data, exc) from None
+    if ENCODER.encode(value) != data and not _keys_unique(data, value):
+        problem = find_duplicate_key(data)
+        if problem is not None and problem.code is ErrorCode.DUPLICATE_KEY:
+            assert problem.data is not None
+            problem.data["path"] = short_path("/result" + problem.data["path"])
+            raise problem
+    try:
+        result = RESULT_DECODERS[spec.name].decode(data)
+    except msgspec.ValidationError as exc:
+        raise from_validation_error(exc, "/result") from None
+    if spec.result is not None and needs_walk(spec.result, ascii_input):
+        check_struct(result, "/result", ascii_input)
+    if isinstance(result, StreamResumeResult):
+        events = [
+            _nested_notification(n, raw, f"/result/events/{i}", ascii_input)
+            for i, (n, raw) in enumerate(
+                zip(result.events, value["events"], strict=True)
+            )
+        ]
+        result = msgspec.structs.replace(result, events=events)
+    return result
+
+
+def _nested_notification(
+    n: Notification, raw: dict[str, Any], path: str, ascii_input: bool
+) -> Notification:
+    """A notification inside a ``stream/resume`` result, checked like a
+    top-level one (``raw`` is its undecoded JSON object, which shows the
+    presence of the fields a standalone Struct decode fills in) and with
+    its params decoded."""
+    for name in ("schema_version", "type"):
+        if name not in raw:
+            raise error(
+                ErrorCode.MISSING_FIELD, f"{name} is required", f"{path}/{name}"
+            )
+    spec = METHODS.get(n.method)
+    if spec is None or spec.kind != "notification":
+        raise error(
+            ErrorCode.UNKNOWN_METHOD, "not a notification method", f"{path}/method"
+        )
+    if (n.stream_id is UNSET) != (n.cursor is UNSET):
+        missing = "stream_id" if n.stream_id is UNSET else "cursor"
+        raise error(
+            ErrorCode.UNPAIRED_STREAM_POSITION,
+            "stream_id and cursor must appear together",
+            f"{path}/{missing}",
+        )
+    check_struct(n, path, ascii_input)
+    if not isinstance(raw["params"], dict):
+        raise error(
+            ErrorCode.INVALID_PARAMS, "params must be an object", f"{path}/params"
+        )
+    try:
+        params = PARAMS_DECODERS[spec.name].decode(n.params)
+    except msgspec.ValidationError as exc:
+        raise from_validation_error(exc, f"{path}/params") from None
+    if needs_walk(spec.params, ascii_input):
+        check_struct(params, f"{path}/params", ascii_input)
+    return msgspec.structs.replace(n, params=params)
+
+
+_JSON_SCALARS: Final = (str, int, float, bool, type(None))
+
+
+def json_problem(value: Any, path: str) -> ProtocolError | None:
+    """The ``invalid_key`` / ``invalid_field`` error (origin ``local``) for
+    the first value in a caller-built message that JSON cannot carry as it
+    is, or ``None``. Structs are walked by their fields; ``msgspec.Raw`` is
+    already JSON."""
+    if isinstance(value, msgspec.Struct):
+        for name in value.__struct_fields__:
+            problem = json_problem(getattr(value, name), f"{path}/{name}")
+            if problem is not None:
+                return problem
+        return None
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                return ProtocolError(
+                    ErrorCode.INVALID_KEY,
+                    "object keys must be strings",
+                    data={"path": short_path(path)},
+                )
+            problem = json_problem(item, f"{path}/{pointer_segment(key)}")
+            if problem is not None:
+                return problem
+        return None
+    if type(value) is list:
+        for i, item in enumerate(value):
+            problem = json_problem(item, f"{path}/{i}")
+            if problem is not None:
+                return problem
+        return None
+    if value is UNSET or isinstance(value, msgspec.Raw | ErrorCode):
+        return None
+    if type(value) in _JSON_SCALARS and not (
+        type(value) is float and not math.isfinite(value)
+    ):
+        return None
+    return ProtocolError(
+        ErrorCode.INVALID_FIELD,
+        f"a {type(value).__name__} is not a JSON value",
+        data={"path": short_path(path)},
+    )
+
+
+def validate_message(message: object) -> bytes:
+    """The wire bytes of a locally built message after every decode check
+    (no size bound).
+
+    Raises:
+        ProtocolError: origin ``local``; ``invalid_message`` when ``message``
+            is not a Request, Response or Notification.
+    """
+    from ._codec import decode_checked, encode_unchecked
+
+    data = encode_unchecked(message)
+    try:
+        decode_checked(data)
+    except ProtocolError as exc:
+        raise exc.with_origin("local") from None
+    return data
