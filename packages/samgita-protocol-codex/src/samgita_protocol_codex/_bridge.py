@@ -165,6 +165,10 @@ _NOTIFICATION_PARAMS: Final[Mapping[str, Any]] = {
     "item/commandExecution/outputDelta": inbound.CommandExecutionOutputDeltaNotification,
     "serverRequest/resolved": inbound.ServerRequestResolvedNotification,
 }
+# One Decoder per translated Codex notification, built once (msgspec perf tip).
+_NOTIFICATION_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
+    method: msgspec.json.Decoder(tp) for method, tp in _NOTIFICATION_PARAMS.items()
+}
 _TURN_STATUS: Final = {
     "inProgress": "in_progress",
     "completed": "completed",
@@ -644,8 +648,8 @@ class CodexBridge:
         if native is None:
             self.unmapped_notifications[method] += 1
             return [CodexUnmapped(kind="notification", method=method)]
-        params = msgspec.json.decode(
-            raw if raw is not UNSET else b"{}", type=_NOTIFICATION_PARAMS[method]
+        params = _NOTIFICATION_DECODERS[method].decode(
+            raw if raw is not UNSET else b"{}"
         )
         if method == "serverRequest/resolved":
             return self._resolved(params.requestId)
