@@ -100,6 +100,8 @@ def test_duplicate_keys_in_every_spelling() -> None:
         b'{"schema_version":"1.0","type":"notification","method":"thread/closed","params":{"thread_id":"a", "thread_id" :"b"}}',
         b'{"schema_version":"1.0","type":"notification","method":"thread/closed","params":{"thread_id":"a","thread\\u005fid":"b"}}',
         b'{"schema_version":"1.0","type":"notification","type":"notification","method":"thread/closed","params":{"thread_id":"a"}}',
+        b'{"type":"notification","schema_version":"1.0","type":"request","method":"thread/closed","params":{"thread_id":"a"}}',
+        b'{"type":"request","schema_version":"1.0","method":"thread/read","id":"1","correlation_id":"1","params":{"thread_id":"a"},"type":"request"}',
     ):
         assert _code(raw)[0] == C.DUPLICATE_KEY, raw
 

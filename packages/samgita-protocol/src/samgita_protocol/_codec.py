@@ -187,25 +187,54 @@ _FAST: Final[Mapping[str, _Fast]] = {
 }
 
 
-def decode_checked(wire: bytes) -> Message:
+_NOTIFICATION_PREFIX: Final = b'{"type":"notification",'
+_REQUEST_PREFIX: Final = b'{"type":"request",'
+_NOTIFICATION_DECODER: Final = msgspec.json.Decoder(Notification)
+_REQUEST_DECODER: Final = msgspec.json.Decoder(Request)
+
+
+def decode_checked(
+    wire: bytes,
+    *,
+    # Bound once at definition: this runs for every message, and each global
+    # or attribute lookup it saves is ~20 ns (~0.3 us in all, a tenth of
+    # the decode). Never passed by callers.
+    _unset: Any = UNSET,
+    _fast_table: Mapping[str, _Fast] = _FAST,
+    _request: type[Request] = Request,
+    _response_type: type[Response] = Response,
+    _replace: Any = msgspec.structs.replace,
+    _encode: Any = ENCODER.encode,
+    _failures: tuple[type[BaseException], ...] = _DECODE_FAILURES,
+) -> Message:
     """``decode`` of bytes within the size bound (the fast path; see the
     module docstring)."""
+    # This library's own messages start with their tag; a decoder of that
+    # one type skips the union dispatch (about 0.25 us). Anything else, or
+    # a tag that is not what the prefix promised, is decoded by the union
+    # (or fails and is explained).
+    if wire.startswith(_NOTIFICATION_PREFIX):
+        decoder: msgspec.json.Decoder[Any] = _NOTIFICATION_DECODER
+    elif wire.startswith(_REQUEST_PREFIX):
+        decoder = _REQUEST_DECODER
+    else:
+        decoder = ENVELOPE_DECODER
     try:
-        envelope = ENVELOPE_DECODER.decode(wire)
-    except _DECODE_FAILURES:
+        envelope = decoder.decode(wire)
+    except _failures:
         return explain(wire)
-    if envelope.task_ref is not UNSET and envelope.project_ref is UNSET:
+    if envelope.task_ref is not _unset and envelope.project_ref is _unset:
         return explain(wire)
     kind = type(envelope)
-    if kind is Response:
+    if kind is _response_type:
         return _response(wire, envelope)
-    fast = _FAST.get(envelope.method)
+    fast = _fast_table.get(envelope.method)
     if fast is None or fast.envelope is not kind:
         return explain(wire)
-    if kind is Request:
-        if fast.mutation is (envelope.command_id is UNSET):
+    if kind is _request:
+        if fast.mutation is (envelope.command_id is _unset):
             return explain(wire)
-    elif (envelope.stream_id is UNSET) is not (envelope.cursor is UNSET):
+    elif (envelope.stream_id is _unset) is not (envelope.cursor is _unset):
         return explain(wire)
     # Pure ASCII without a backslash (two memchr-speed scans) is the
     # common case; only then can identity byte lengths go unchecked.
@@ -219,10 +248,12 @@ def decode_checked(wire: bytes) -> Message:
             check_struct(envelope, "", ascii_input)
         if fast.walk_ascii if ascii_input else fast.walk_any:
             check_struct(params, "/params", ascii_input)
-    except (*_DECODE_FAILURES, ProtocolError):
+    except _failures:
         return explain(wire)
-    message: Message = msgspec.structs.replace(envelope, params=params)
-    canonical = ENCODER.encode(message)
+    except ProtocolError:
+        return explain(wire)
+    message: Message = _replace(envelope, params=params)
+    canonical: bytes = _encode(message)
     if canonical != wire and not _unique_keys(wire, ((wire, canonical),)):
         return explain(wire)
     return message
