@@ -55,6 +55,7 @@ through the tokenizer (about 30 us for 500 bytes).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -174,17 +175,19 @@ class _Fast(NamedTuple):
     walk_any: bool
 
 
-_FAST: Final[Mapping[str, _Fast]] = {
-    name: _Fast(
-        envelope=Request if spec.kind == "request" else Notification,
-        mutation=spec.mutation,
-        params=PARAMS_DECODERS[name],
-        free_form=has_free_form(spec.params),
-        walk_ascii=needs_walk(spec.params, True),
-        walk_any=needs_walk(spec.params, False),
-    )
-    for name, spec in METHODS.items()
-}
+_FAST: Final[Mapping[str, _Fast]] = MappingProxyType(
+    {
+        name: _Fast(
+            envelope=Request if spec.kind == "request" else Notification,
+            mutation=spec.mutation,
+            params=PARAMS_DECODERS[name],
+            free_form=has_free_form(spec.params),
+            walk_ascii=needs_walk(spec.params, True),
+            walk_any=needs_walk(spec.params, False),
+        )
+        for name, spec in METHODS.items()
+    }
+)
 
 
 _NOTIFICATION_PREFIX: Final = b'{"type":"notification",'

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 import msgspec
@@ -65,9 +66,6 @@ class _Plan:
     free_form: bool
 
 
-_PLANS: dict[type[msgspec.Struct], _Plan] = {}
-
-
 def _unwrap(t: msgspec.inspect.Type) -> msgspec.inspect.Type:
     # Constrained and described field types come as `Metadata(type=...)`;
     # msgspec.inspect already drops `UnsetType` from optional fields' unions.
@@ -84,8 +82,8 @@ def _is_timestamp(t: msgspec.inspect.Type) -> bool:
     return isinstance(t, msgspec.inspect.StrType) and t.pattern is not None
 
 
-def _plan(cls: type[msgspec.Struct]) -> _Plan:
-    plan = _PLANS.get(cls)
+def _plan(cls: type[msgspec.Struct], plans: dict[type[msgspec.Struct], _Plan]) -> _Plan:
+    plan = plans.get(cls)
     if plan is not None:
         return plan
     info = msgspec.inspect.type_info(cls)
@@ -117,7 +115,9 @@ def _plan(cls: type[msgspec.Struct]) -> _Plan:
                     struct_lists.append((field.name, item.cls))
     names = {f.name for f in info.fields}
     task_rule = "task_ref" in names and "project_ref" in names
-    nested = [_plan(c) for _, c in structs] + [_plan(c) for _, c in struct_lists]
+    nested = [_plan(c, plans) for _, c in structs] + [
+        _plan(c, plans) for _, c in struct_lists
+    ]
     walk_ascii = bool(timestamps) or task_rule or any(p.walk_ascii for p in nested)
     walk_any = (
         walk_ascii or bool(ids) or bool(id_lists) or any(p.walk_any for p in nested)
@@ -133,18 +133,25 @@ def _plan(cls: type[msgspec.Struct]) -> _Plan:
         walk_any=walk_any,
         free_form=free_form or any(p.free_form for p in nested),
     )
-    _PLANS[cls] = plan
+    plans[cls] = plan
     return plan
 
 
-# Envelope plans are computed without their Raw payloads (msgspec.Raw is not
-# a Struct), the method Structs with everything they contain.
-for _cls in (Request, Response, Notification, ErrorObject):
-    _plan(_cls)
-for _spec in METHODS.values():
-    _plan(_spec.params)
-    if _spec.result is not None:
-        _plan(_spec.result)
+def _all_plans() -> Mapping[type[msgspec.Struct], _Plan]:
+    # Envelope plans are computed without their Raw payloads (msgspec.Raw is
+    # not a Struct), the method Structs with everything they contain.
+    plans: dict[type[msgspec.Struct], _Plan] = {}
+    for cls in (Request, Response, Notification, ErrorObject):
+        _plan(cls, plans)
+    for spec in METHODS.values():
+        _plan(spec.params, plans)
+        if spec.result is not None:
+            _plan(spec.result, plans)
+    return MappingProxyType(plans)
+
+
+_PLANS: Final = _all_plans()
+"""The check plan of every Struct type, built at import (read-only)."""
 
 
 def has_free_form(cls: type[msgspec.Struct]) -> bool:
@@ -322,14 +329,16 @@ def _safe_reason(head: str) -> str:
 # -- decoders (immutable, built once) ------------------------------------------------------
 
 ENVELOPE_DECODER: Final = msgspec.json.Decoder(Request | Response | Notification)
-PARAMS_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
-    name: msgspec.json.Decoder(spec.params) for name, spec in METHODS.items()
-}
-RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
-    name: msgspec.json.Decoder(spec.result)
-    for name, spec in METHODS.items()
-    if spec.result is not None
-}
+PARAMS_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = MappingProxyType(
+    {name: msgspec.json.Decoder(spec.params) for name, spec in METHODS.items()}
+)
+RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = MappingProxyType(
+    {
+        name: msgspec.json.Decoder(spec.result)
+        for name, spec in METHODS.items()
+        if spec.result is not None
+    }
+)
 ANY_DECODER: Final = msgspec.json.Decoder()
 
 
