@@ -5,6 +5,7 @@ method (``decode_result``) and a caller-built message (``validate``)."""
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -256,18 +257,13 @@ def json_problem(value: Any, path: str) -> ProtocolError | None:
 
 
 def validate_message(message: object) -> bytes:
-    """The wire bytes of a locally built message after every decode check
-    (no size bound).
+    """The wire bytes of a locally built message after every check of
+    ``encode`` except the size bound.
 
     Raises:
         ProtocolError: origin ``local``; ``invalid_message`` when ``message``
             is not a Request, Response or Notification.
     """
-    from ._codec import decode_checked, encode_unchecked
+    from ._codec import encode
 
-    data = encode_unchecked(message)
-    try:
-        decode_checked(data)
-    except ProtocolError as exc:
-        raise exc.with_origin("local") from None
-    return data
+    return encode(message, max_message_bytes=sys.maxsize)  # type: ignore[arg-type]

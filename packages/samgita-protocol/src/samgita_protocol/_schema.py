@@ -866,13 +866,14 @@ def decode_result(
 
 
 def validate(message: Message) -> Message:
-    """Checks a locally built message against every rule ``decode`` applies
-    (without the size bound) and returns it unchanged.
+    """Checks a locally built message with every rule ``encode`` applies
+    (the rules of ``decode`` on its encoding, and no value that JSON would
+    change) except the size bound, and returns it unchanged.
 
     Raises:
-        ProtocolError: with origin ``local`` and the code ``decode`` would
-            give for the encoded message (``invalid_message`` when it is not
-            a Request, Response or Notification).
+        ProtocolError: with origin ``local`` and the code ``encode`` would
+            give (``invalid_message`` when it is not a Request, Response or
+            Notification).
     """
     from ._results import validate_message
 
