@@ -95,10 +95,6 @@ EXPECTED: dict[str, frozenset[str]] = {
     "JSON Schema artifact (_document)": frozenset({"json_schema"}),
 }
 ALLOWED = frozenset().union(*EXPECTED.values())
-# Names every release must keep exporting (the API contract of PLAN/issue 9).
-REQUIRED = frozenset(
-    {"ErrorCode", "ProtocolError", "Request", "Response", "Notification", "json_schema"}
-)
 
 
 def test_all_has_no_duplicates_and_resolves() -> None:
