@@ -137,6 +137,13 @@ def decode(
             ``data`` is not bytes or str.
         ValueError: ``max_message_bytes`` is not a positive int.
     """
+    # The common case in one test: bytes within a valid bound.
+    if (
+        type(data) is bytes
+        and type(max_message_bytes) is int
+        and 0 < len(data) <= max_message_bytes
+    ):
+        return decode_checked(data)
     if type(max_message_bytes) is not int or max_message_bytes < 1:
         _check_bound(max_message_bytes)
     if type(data) is bytes:
