@@ -248,6 +248,10 @@ class Verifier:
             self.env.pop(var, None)
         self.env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
         self.env["PYTHONDONTWRITEBYTECODE"] = "1"
+        # hatch keys the build environment of a project by its path, and
+        # every run builds from new temporary paths: keep those environments
+        # in the temporary directory (hatch's caches stay shared).
+        self.build_env = dict(self.env, HATCH_DATA_DIR=str(tmp / "hatch-data"))
 
     # -- build ---------------------------------------------------------------
     def build(self, pkg: Package) -> None:
@@ -255,7 +259,11 @@ class Verifier:
         copy = self.tmp / "copies" / pkg.dist
         shutil.copytree(source, copy, symlinks=False, ignore=IGNORED)
         sdists = self.tmp / "sdists" / pkg.dist
-        run([self.hatch, "build", "-t", "sdist", str(sdists)], cwd=copy, env=self.env)
+        run(
+            [self.hatch, "build", "-t", "sdist", str(sdists)],
+            cwd=copy,
+            env=self.build_env,
+        )
         sdist = only_file(sdists, "*.tar.gz")
         unpack_root = self.tmp / "unpacked" / pkg.dist
         with tarfile.open(sdist) as tf:
@@ -271,7 +279,7 @@ class Verifier:
         run(
             [self.hatch, "build", "-t", "wheel", str(self.wheelhouse)],
             cwd=unpacked,
-            env=self.env,
+            env=self.build_env,
         )
         wheel = only_file(self.wheelhouse, f"{pkg.dist.replace('-', '_')}-*.whl")
         with zipfile.ZipFile(wheel) as zf:
