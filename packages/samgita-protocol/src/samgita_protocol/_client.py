@@ -48,6 +48,12 @@ from samgita_protocol._effects import (
     SendMessage,
 )
 from samgita_protocol._errors import ErrorCode, ProtocolError
+from samgita_protocol._hotpath import (
+    RESPONSE_PREFIX,
+    RESULT_PLANS,
+    WireCache,
+    typed_response,
+)
 from samgita_protocol._options import Limits, check_id, check_limits
 from samgita_protocol._outbox import DUPLICATE, Outbox, Pending, limit_error
 from samgita_protocol._schema import (
@@ -64,7 +70,7 @@ from samgita_protocol._schema import (
     convert_params,
 )
 from samgita_protocol._streams import ClientStreams
-from samgita_protocol._windows import FifoWindow
+from samgita_protocol._windows import INLINE_BYTES, FifoWindow
 
 __all__ = ["Client", "ClientState"]
 
@@ -201,6 +207,7 @@ class Client:
         "_streams",
         "_version",
         "_versions",
+        "_wire",
     )
 
     def __init__(
@@ -290,6 +297,8 @@ class Client:
         # Correlated stream/resume results waiting for receive_replay, by
         # content digest; the oldest is forgotten first.
         self._resumes: FifoWindow[bytes, bool] = FifoWindow(limits.max_completed)
+        # Validated bytes of the messages built last, for Client.encode.
+        self._wire = WireCache()
 
     @staticmethod
     def _restore(checkpoints: object, host_id: str | None) -> Mapping[str, int] | None:
@@ -496,7 +505,7 @@ class Client:
     ) -> Request:
         """Builds a request and records it as pending ("handed out": from now
         on a disconnect or timeout makes a mutation's outcome ambiguous). Send
-        ``encode(request)``.
+        ``client.encode(request)`` (its validated bytes, no second check).
 
         ``params`` is the method's params Struct or a mapping (converted to
         it). For ``connection/initialize``, a mapping's missing ``versions``,
@@ -544,9 +553,10 @@ class Client:
         )
         # Validates the envelope (command_id presence, refs, id lengths) and
         # the size: a request that cannot be sent must never become pending.
-        encode(request, max_message_bytes=self._limits.max_message_bytes)
+        wire = encode(request, max_message_bytes=self._limits.max_message_bytes)
         # -- no failure below this line --
         outbox.put(request, spec.mutation, moment, counter, explicit=id is not None)
+        self._wire.keep(request, wire)
         if method == _INITIALIZE:
             self._offer = converted
             self._state = self._moved(_Move.SEND_INITIALIZE)
@@ -606,7 +616,8 @@ class Client:
             project_ref=_UNSET if project_ref is None else project_ref,
             task_ref=_UNSET if task_ref is None else task_ref,
         )
-        encode(notification, max_message_bytes=self._limits.max_message_bytes)
+        wire = encode(notification, max_message_bytes=self._limits.max_message_bytes)
+        self._wire.keep(notification, wire)
         return notification
 
     # -- receiving ---------------------------------------------------------------------
@@ -648,6 +659,12 @@ class Client:
             # The codec's fast path for bytes within the bound (what decode
             # does after its argument checks); every failure is the peer's.
             wire = data
+            # Small responses only: the terminal window keeps their bytes,
+            # so a duplicate compares alike whichever path decoded it.
+            if data.startswith(RESPONSE_PREFIX) and len(data) <= INLINE_BYTES:
+                typed = self._typed_response(data)
+                if typed is not None:
+                    return self._receive_response(typed, data, clock, True)
             message = decode_checked(data)
         elif isinstance(data, (bytes, bytearray, memoryview, str)):
             wire = bytes(data) if isinstance(data, (bytearray, memoryview)) else data
@@ -677,11 +694,33 @@ class Client:
         assert type(message) is Request
         return self._receive_request(message)
 
+    def _typed_response(self, data: bytes) -> Response | None:
+        """The response to a pending request decoded with its method's typed
+        shortcut (``_hotpath.typed_response``), or None for the general path.
+        The id in the bytes only chooses the decoder; the decoded id must be
+        that pending request's."""
+        start = len(RESPONSE_PREFIX)
+        request_id = data[start : data.find(b'"', start)].decode("latin-1")
+        entry = self._outbox.pending.get(request_id)
+        if entry is None:
+            return None
+        plan = RESULT_PLANS.get(entry.request.method)
+        if plan is None:
+            return None
+        response = typed_response(data, plan)
+        if response is None or response.id != request_id:
+            return None
+        return response
+
     def _receive_response(
-        self, response: Response, wire: bytes | str | None, now: datetime | None
+        self,
+        response: Response,
+        wire: bytes | str | None,
+        now: datetime | None,
+        schema_checked: bool = False,
     ) -> list[Effect]:
         outbox = self._outbox
-        matched = outbox.match(response, wire, now)
+        matched = outbox.match(response, wire, now, schema_checked=schema_checked)
         if matched is DUPLICATE:
             return []
         assert isinstance(matched, tuple)
@@ -807,7 +846,7 @@ class Client:
         succeeds. The library never approves anything itself: an approval is
         bound to the request's ``approval_id`` and ``action`` and refused at
         or after its deadline (``now``: the wall clock, see the module
-        docstring). Send ``encode(response)``.
+        docstring). Send ``client.encode(response)``.
 
         Raises:
             ProtocolError (local): ``disconnected``, ``unknown_request`` (not
@@ -821,8 +860,9 @@ class Client:
         pending = self._pending_incoming(request)
         checked = validate_result(pending, result, now=clock, origin="local")
         response = _echo(pending, result=checked)
-        encode(response, max_message_bytes=self._limits.max_message_bytes)
+        wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
         del self._incoming[pending.id]
+        self._wire.keep(response, wire)
         return response
 
     def reply_error(self, request: Request, error: ProtocolError) -> Response:
@@ -838,9 +878,31 @@ class Client:
             raise TypeError(f"expected error to be a ProtocolError, got: {error!r}")
         pending = self._pending_incoming(request)
         response = _echo(pending, error=error.to_wire())
-        encode(response, max_message_bytes=self._limits.max_message_bytes)
+        wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
         del self._incoming[pending.id]
+        self._wire.keep(response, wire)
         return response
+
+    def encode(self, message: Message) -> bytes:
+        """The wire bytes to send for ``message``.
+
+        For a message this client built (:meth:`request`, :meth:`notify`,
+        :meth:`reply`, :meth:`reply_error`) these are the bytes it validated
+        then, handed out without encoding and validating again (kept for the
+        last 64 such messages, each handed out once; a message mutated after
+        it was built still gets the bytes that were validated). Any other
+        message is ``samgita_protocol.encode(message)`` with this client's
+        ``max_message_bytes``.
+
+        Raises:
+            ProtocolError: origin ``local``, the codes of
+                ``samgita_protocol.encode`` (only for a message this client
+                did not just build).
+        """
+        wire = self._wire.take(message)
+        if wire is not None:
+            return wire
+        return encode(message, max_message_bytes=self._limits.max_message_bytes)
 
     # -- ending the connection ------------------------------------------------------------
 

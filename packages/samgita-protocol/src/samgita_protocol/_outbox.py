@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from samgita_protocol._contract import check_echo, validate_result
+from samgita_protocol._contract import check_echo, check_result, validate_result
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._schema import Request, Response
 from samgita_protocol._windows import ContentKey, RecentIds, content_key, same_content
@@ -218,6 +218,8 @@ class Outbox:
         response: Response,
         wire: bytes | str | None,
         now: datetime | None,
+        *,
+        schema_checked: bool = False,
     ) -> object | tuple[Pending, Any, ContentKey]:
         """Matches an envelope-valid response without changing anything.
 
@@ -226,6 +228,9 @@ class Outbox:
         Struct or a :class:`ProtocolError` (a typed error response,
         ``remote``; an invalid result, ``peer``) and ``key`` what the
         terminal window will keep; pass them to :meth:`settle`.
+        ``schema_checked``: ``response.result`` is already the result Struct
+        ``decode_result`` makes of it (the typed shortcut decoded it); only
+        the contextual rules are left.
 
         Raises:
             ProtocolError (peer): ``mismatched_response``,
@@ -265,7 +270,11 @@ class Outbox:
             outcome = ProtocolError.from_wire(response.error, origin="remote")
         else:
             try:
-                outcome = validate_result(request, response.result, now=now)
+                if schema_checked:
+                    outcome = response.result
+                    check_result(request, outcome, now=now)
+                else:
+                    outcome = validate_result(request, response.result, now=now)
             except ProtocolError as exc:
                 outcome = exc
         return entry, outcome, content_key(response, wire)

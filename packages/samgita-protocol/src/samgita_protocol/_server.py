@@ -35,6 +35,7 @@ from ._handler import (
     implements_notifications,
     implements_responses,
 )
+from ._hotpath import RESULT_PLANS, WireCache, checked_result
 from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits
 from ._outbox import DUPLICATE, Outbox
 from ._schema import (
@@ -220,6 +221,7 @@ class Server:
         "_positions",
         "_seen",
         "_state",
+        "_wire",
     )
 
     def __init__(
@@ -318,6 +320,8 @@ class Server:
             request_timeout=limits.request_timeout,
             id_generator=id_generator,
         )
+        # Validated bytes of the messages built last, for Server.encode.
+        self._wire = WireCache()
 
     def __repr__(self) -> str:
         return (
@@ -645,9 +649,10 @@ class Server:
             if error.data is not None and not isinstance(error.data, dict):
                 raise TypeError
             response = _error_response(request, error)
-            encode(response, max_message_bytes=self._limits.max_message_bytes)
+            wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
         except Exception:
             return _internal(request)
+        self._wire.keep(response, wire)
         return response
 
     def _own_result(
@@ -659,7 +664,10 @@ class Server:
         after the deadline is answered with ``approval_expired``: that is a
         fact about the request, not a bug."""
         try:
-            result = decode_result(request.method, outcome)
+            plan = RESULT_PLANS.get(request.method)
+            result = None if plan is None else checked_result(plan, outcome)
+            if result is None:  # not the shortcut's case: the general check
+                result = decode_result(request.method, outcome)
             if (
                 spec.name == "project/event.receive"
                 and result.acceptance == "durable"
@@ -678,7 +686,8 @@ class Server:
             )
             # The envelope echoes a validated request and decode_result
             # validated the result: only the size is left to check.
-            if len(encode_unchecked(response)) > self._limits.max_message_bytes:
+            wire = encode_unchecked(response)
+            if len(wire) > self._limits.max_message_bytes:
                 return _internal(request)
         except ProtocolError as error:
             if error.code == ErrorCode.APPROVAL_EXPIRED:
@@ -686,6 +695,7 @@ class Server:
             return _internal(request)
         except Exception:
             return _internal(request)
+        self._wire.keep(response, wire)
         return response
 
     # -- responses to server-initiated requests ---------------------------------------
@@ -800,7 +810,8 @@ class Server:
             project_ref=_unset(project_ref),
             task_ref=_unset(task_ref),
         )
-        encode(notification, max_message_bytes=self._limits.max_message_bytes)
+        wire = encode(notification, max_message_bytes=self._limits.max_message_bytes)
+        self._wire.keep(notification, wire)
         return notification
 
     def notify(
@@ -916,10 +927,45 @@ class Server:
             project_ref=_unset(project_ref),
             task_ref=_unset(task_ref),
         )
-        encode(request, max_message_bytes=self._limits.max_message_bytes)
+        wire = encode(request, max_message_bytes=self._limits.max_message_bytes)
         # -- no failure below this line --
         outbox.put(request, False, moment, counter, explicit=id is not None)
+        self._wire.keep(request, wire)
         return request
+
+    def encode(self, message: Message) -> bytes:
+        """The wire bytes to send for ``message``.
+
+        For a message this Server built and validated (a handler's response
+        or typed error and the notifications it emitted, as `receive`
+        returned them; `notify`; `request`) these are the bytes it
+        validated then, handed out without encoding and validating again
+        (kept for the last 64 such messages, each handed out once; a message
+        mutated after it was built still gets the bytes that were
+        validated). Any other message is ``samgita_protocol.encode(message)``
+        with this Server's ``max_message_bytes``.
+
+        Raises:
+            ProtocolError: origin ``local``, the codes of
+                ``samgita_protocol.encode`` (only for a message this Server
+                did not build and validate).
+        """
+        wire = self._wire.take(message)
+        if wire is not None:
+            return wire
+        return encode(message, max_message_bytes=self._limits.max_message_bytes)
+
+    def receive_bytes(
+        self, data: bytes | str | Message, *, now: datetime | None = None
+    ) -> list[bytes]:
+        """`receive`, with each message to send given as its wire bytes
+        (`encode` of each, in order).
+
+        Raises:
+            TypeError, ProtocolError: as `receive`, and as `encode` for a
+                reply this Server did not validate when it built it.
+        """
+        return [self.encode(message) for message in self.receive(data, now=now)]
 
     # -- ending waits -------------------------------------------------------------------
 

@@ -1,0 +1,206 @@
+"""Accept-only shortcuts for the connection's common case, in front of the
+general checks (the way the Elixir reference put a fast checker in front of
+its naming validator).
+
+Each function here either returns a value that the general path
+(``decode`` + ``decode_result``) would return for the same input, or
+``None``: then the caller runs the general path, which accepts or names
+the first violation exactly as before. Nothing is accepted here that the
+general path refuses; the argument for each shortcut is in its docstring.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+from msgspec import UNSET
+
+from ._errors import ProtocolError
+from ._jsonscan import MAX_DEPTH, ascii_only, depth_within
+from ._schema import METHODS, Response, StreamResumeResult
+from ._validate import ENCODER, RESULT_DECODERS, check_struct, needs_walk
+
+__all__ = [
+    "RESPONSE_PREFIX",
+    "RESULT_PLANS",
+    "ResultPlan",
+    "WireCache",
+    "checked_result",
+    "typed_response",
+]
+
+#: How this library encodes every response (tag first, then the fields in
+#: definition order): what the typed shortcut is tried on.
+RESPONSE_PREFIX: Final = b'{"type":"response","schema_version":"1.0","id":"'
+
+_FAILURES: Final = (ValueError, TypeError, OverflowError, RecursionError)
+
+
+def _typed_response_type(result: type[Any]) -> type[msgspec.Struct]:
+    """``Response`` with its ``result`` typed as ``result`` (required) and no
+    ``error`` field: same fields, order, constraints and configuration."""
+    hints = typing.get_type_hints(Response, include_extras=True)
+    fields: list[Any] = []
+    for field in msgspec.structs.fields(Response):
+        if field.name == "error":
+            continue
+        if field.name == "result":
+            fields.append(("result", result))
+        elif field.required:
+            fields.append((field.name, hints[field.name]))
+        else:
+            fields.append((field.name, hints[field.name], field.default))
+    config = Response.__struct_config__
+    return msgspec.defstruct(
+        "TypedResponse",
+        fields,
+        frozen=config.frozen,
+        forbid_unknown_fields=config.forbid_unknown_fields,
+        kw_only=True,
+        tag_field=config.tag_field,
+        tag=config.tag,
+        module=__name__,
+    )
+
+
+class ResultPlan(typing.NamedTuple):
+    """What the shortcuts know of one request method, in one lookup."""
+
+    result: type[Any]
+    decoder: msgspec.json.Decoder[Any]
+    response: msgspec.json.Decoder[Any]
+    walk: bool
+
+
+#: Every request method except ``stream/resume`` (whose result holds whole
+#: notifications the general path checks one by one).
+RESULT_PLANS: Final[Mapping[str, ResultPlan]] = {
+    name: ResultPlan(
+        result=spec.result,
+        decoder=RESULT_DECODERS[name],
+        response=msgspec.json.Decoder(_typed_response_type(spec.result)),
+        walk=needs_walk(spec.result, True),
+    )
+    for name, spec in METHODS.items()
+    if spec.result is not None and spec.result is not StreamResumeResult
+}
+
+
+def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
+    """The response ``decode`` makes of ``wire`` and its result Struct as
+    ``decode_result`` makes it, in one typed decode, or ``None``.
+
+    Exact because it accepts only bytes that are msgspec's own encoding of
+    what they decode to (so no key repeats and no default filled a missing
+    field, as in ``decode``), typed exactly as the envelope and the result
+    decoders type them, pure ASCII (so no identity byte length to check),
+    with ``task_ref`` only beside ``project_ref``, at most ``MAX_DEPTH``
+    deep (the result is the envelope's only container, so this is the
+    result's depth bound of ``decode``), and passing the result's walk.
+    Only ``result`` responses decode (``error`` is an unknown field here).
+    The caller passes ``plan`` of the pending request the id names and
+    checks that the decoded id is that one.
+    """
+    try:
+        typed: Any = plan.response.decode(wire)
+    except _FAILURES:
+        return None
+    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
+        return None
+    if not ascii_only(wire) or not depth_within(wire, MAX_DEPTH):
+        return None
+    if ENCODER.encode(typed) != wire:
+        return None
+    result = typed.result
+    if plan.walk:
+        try:
+            check_struct(result, "/result", True)
+        except ProtocolError:
+            return None
+    return Response(
+        id=typed.id,
+        correlation_id=typed.correlation_id,
+        command_id=typed.command_id,
+        causation_id=typed.causation_id,
+        project_ref=typed.project_ref,
+        task_ref=typed.task_ref,
+        result=result,
+    )
+
+
+def checked_result(plan: ResultPlan, value: object) -> Any | None:
+    """``decode_result`` of a result Struct built by the host, or ``None``.
+
+    ``decode_result`` encodes ``value``, checks the bytes (UTF-8, depth,
+    repeated keys), decodes them with the method's result decoder, walks
+    the result and refuses a value that is not equal to what it decoded
+    to. Here the bytes are msgspec's encoding of a Struct (valid UTF-8:
+    an unencodable string raises), and the decoded value must equal
+    ``value``: JSON decodes to string keys only, so an equal value holds
+    no two keys of one object that encode alike, and therefore the bytes
+    repeat no key. Depth, decoder and walk are the same.
+    """
+    if type(value) is not plan.result:
+        return None
+    try:
+        data = ENCODER.encode(value)
+        if not ascii_only(data) or not depth_within(data, MAX_DEPTH - 1):
+            return None
+        result = plan.decoder.decode(data)
+        if plan.walk:
+            check_struct(result, "/result", True)
+    except (*_FAILURES, ProtocolError):
+        return None
+    if result != value:
+        return None
+    return result
+
+
+#: How many built messages a connection keeps the validated bytes of, and
+#: how many bytes at most: enough for a response and the notifications its
+#: handler emitted, small enough to hold little memory.
+WIRE_CACHE_ENTRIES: Final = 64
+WIRE_CACHE_BYTES: Final = 1_048_576
+
+
+class WireCache:
+    """The validated wire bytes of the last messages a connection built, so
+    that sending one needs no second encode and validation. Keyed by object
+    identity (the entry holds the message, so its id is not reused while
+    kept); each entry is handed out once. Bounded by entries and bytes; the
+    oldest go first."""
+
+    __slots__ = ("_bytes", "_kept")
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[object, bytes]] = {}
+        self._bytes = 0
+
+    def keep(self, message: object, wire: bytes) -> None:
+        """Remembers ``wire`` as the validated bytes of ``message``."""
+        if len(wire) > WIRE_CACHE_BYTES:
+            return
+        kept = self._kept
+        key = id(message)
+        old = kept.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old[1])
+        while kept and (
+            len(kept) >= WIRE_CACHE_ENTRIES
+            or self._bytes + len(wire) > WIRE_CACHE_BYTES
+        ):
+            self._bytes -= len(kept.pop(next(iter(kept)))[1])
+        kept[key] = (message, wire)
+        self._bytes += len(wire)
+
+    def take(self, message: object) -> bytes | None:
+        """The bytes kept for exactly this object (then forgotten), or None."""
+        entry = self._kept.get(id(message))
+        if entry is None or entry[0] is not message:
+            return None
+        del self._kept[id(message)]
+        self._bytes -= len(entry[1])
+        return entry[1]

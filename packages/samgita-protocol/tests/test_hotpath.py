@@ -1,0 +1,208 @@
+"""The accept-only shortcuts (``_hotpath``) against the general path: they
+return what ``decode`` + ``decode_result`` return, or nothing; and the
+connections' ``encode`` hands out the bytes ``samgita_protocol.encode``
+gives."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import pytest
+
+from helpers import EVENT, ConnectionPair
+from samgita_protocol._codec import decode, encode
+from samgita_protocol._errors import ErrorCode, ProtocolError
+from samgita_protocol._hotpath import (
+    RESPONSE_PREFIX,
+    RESULT_PLANS,
+    WIRE_CACHE_ENTRIES,
+    WireCache,
+    checked_result,
+    typed_response,
+)
+from samgita_protocol._schema import (
+    CancelResult,
+    EventReceiveResult,
+    Response,
+    decode_result,
+)
+
+INPUT = [{"type": "text", "text": "hello world"}]
+
+
+def _responses() -> list[tuple[str, bytes]]:
+    """(method, response bytes) of a session over several groups, as the
+    Server encodes them."""
+    pair = ConnectionPair()
+    out: list[tuple[str, bytes]] = []
+    calls: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        ("project/event.receive", {"event": EVENT}, {"command_id": "k1"}),
+        ("project/event.status", {"event_id": "e1"}, {}),
+        ("thread/start", {}, {"command_id": "k2"}),
+        ("thread/read", {"thread_id": "thread-1"}, {}),
+        (
+            "turn/start",
+            {"thread_id": "thread-1", "input": INPUT},
+            {"command_id": "k3", "project_ref": "p", "task_ref": "t"},
+        ),
+        ("request/cancel", {"request_id": "c1-1"}, {"causation_id": "why"}),
+    ]
+    for method, params, options in calls:
+        request = pair.client.request(method, params, **options)
+        replies = pair.server.receive_bytes(pair.client.encode(request))
+        out.append((method, replies[0]))
+        for reply in replies:
+            pair.client.receive(reply)
+    return out
+
+
+RESPONSES = _responses()
+
+
+def _general(method: str, wire: bytes) -> tuple[Response, Any]:
+    message = decode(wire)
+    assert isinstance(message, Response)
+    return message, decode_result(method, message.result)
+
+
+@pytest.mark.parametrize(("method", "wire"), RESPONSES)
+def test_typed_response_equals_the_general_path(method: str, wire: bytes) -> None:
+    assert wire.startswith(RESPONSE_PREFIX)
+    typed = typed_response(wire, RESULT_PLANS[method])
+    assert typed is not None
+    general, result = _general(method, wire)
+    assert typed.result == result
+    assert msgspec.structs.replace(typed, result=general.result) == general
+
+
+def _mutations(wire: bytes) -> list[bytes]:
+    value = json.loads(wire)
+    text = wire.decode()
+    body = text[1:]
+    return [
+        # a repeated key, at the top and inside the result
+        ('{"id":"zz",' + body).encode(),
+        text.replace('"result":{', '"result":{"x":1,"x":2,').encode(),
+        # a missing schema_version (decoding would fill in the default)
+        text.replace('"schema_version":"1.0",', "").encode(),
+        # an extra field, an error beside the result
+        text[:-1].encode() + b',"extra":1}',
+        text[:-1].encode() + b',"error":{"code":"internal_error","message":"m"}}',
+        # the same content in another order or spelling
+        json.dumps(value, sort_keys=True).encode(),
+        json.dumps(value, indent=1).encode(),
+        text.replace('"id":"', '"id":"\\u00e9', 1).encode(),
+        # task_ref without project_ref
+        text.replace('"result":', '"task_ref":"t","result":', 1).encode(),
+        # an empty id, a wrong version
+        text.replace('"correlation_id":"', '"correlation_id":"" ,"x":"', 1).encode(),
+        text.replace('"1.0"', '"2.0"', 1).encode(),
+    ]
+
+
+@pytest.mark.parametrize(("method", "wire"), RESPONSES)
+def test_typed_response_accepts_nothing_the_general_path_decodes_otherwise(
+    method: str, wire: bytes
+) -> None:
+    for mutated in _mutations(wire):
+        typed = typed_response(mutated, RESULT_PLANS[method])
+        try:
+            general, result = _general(method, mutated)
+        except ProtocolError:
+            assert typed is None, mutated
+            continue
+        if typed is not None:
+            assert typed.result == result
+            assert msgspec.structs.replace(typed, result=general.result) == general
+
+
+def test_typed_response_refuses_a_deep_free_form_result() -> None:
+    method, wire = next((m, w) for m, w in RESPONSES if m == "project/event.receive")
+    deep = b"[" * 40 + b"]" * 40
+    mutated = wire.replace(b'"result":{', b'"result":{"x":' + deep + b",", 1)
+    assert typed_response(mutated, RESULT_PLANS[method]) is None
+    with pytest.raises(ProtocolError) as info:
+        decode(mutated)
+    assert info.value.code == ErrorCode.DEPTH_EXCEEDED
+
+
+@pytest.mark.parametrize(
+    ("method", "value"),
+    [
+        ("request/cancel", CancelResult(request_id="", cancel_status="requested")),
+        ("request/cancel", CancelResult(request_id=5, cancel_status="requested")),  # type: ignore[arg-type]
+        ("request/cancel", CancelResult(request_id="r", cancel_status="nope")),  # type: ignore[arg-type]
+        ("request/cancel", {"request_id": "r", "cancel_status": "requested"}),
+        (
+            "thread/start",
+            CancelResult(request_id="r", cancel_status="requested"),
+        ),
+    ],
+)
+def test_checked_result_refuses_what_it_cannot_prove(method: str, value: Any) -> None:
+    assert checked_result(RESULT_PLANS[method], value) is None
+
+
+def test_checked_result_equals_decode_result_for_valid_structs() -> None:
+    for method, wire in RESPONSES:
+        _, result = _general(method, wire)
+        assert checked_result(RESULT_PLANS[method], result) == decode_result(
+            method, result
+        )
+    value = EventReceiveResult(
+        event_id="e1",
+        delivery_attempt_id="a1",
+        acceptance="received",
+        processing_status="pending",
+    )
+    assert checked_result(RESULT_PLANS["project/event.receive"], value) == value
+
+
+def test_connection_encode_hands_out_the_validated_bytes_once() -> None:
+    pair = ConnectionPair()
+    request = pair.client.request("request/cancel", {"request_id": "c1-1"})
+    first = pair.client.encode(request)
+    assert first == encode(request)
+    assert pair.client.encode(request) == first  # again: the general encode
+    replies = pair.server.receive(first)
+    assert [pair.server.encode(m) for m in replies] == [encode(m) for m in replies]
+    notification = pair.server.notify(
+        "item/delta",
+        {"thread_id": "t", "turn_id": "u", "item_id": "i", "delta": "d"},
+    )
+    assert pair.server.encode(notification) == encode(notification)
+
+
+def test_server_receive_bytes_is_receive_then_encode() -> None:
+    one, two = ConnectionPair(), ConnectionPair()
+    data = encode(one.client.request("thread/start", {}, command_id="k1"))
+    two.client.request("thread/start", {}, command_id="k1")
+    expected = [encode(m) for m in one.server.receive(data)]
+    assert len(expected) == 2  # the response and the thread/started it emitted
+    assert two.server.receive_bytes(data) == expected
+
+
+def test_connection_encode_validates_a_message_it_did_not_build() -> None:
+    pair = ConnectionPair()
+    bad = Response(
+        id="",
+        correlation_id="x",
+        result=CancelResult(request_id="r", cancel_status="requested"),
+    )
+    with pytest.raises(ProtocolError):
+        pair.client.encode(bad)
+    with pytest.raises(ProtocolError):
+        pair.server.encode(bad)
+
+
+def test_wire_cache_is_bounded_and_hands_out_by_identity() -> None:
+    cache = WireCache()
+    messages = [object() for _ in range(WIRE_CACHE_ENTRIES + 5)]
+    for i, message in enumerate(messages):
+        cache.keep(message, b"%d" % i)
+    assert cache.take(messages[0]) is None  # evicted
+    assert cache.take(messages[-1]) == b"%d" % (len(messages) - 1)
+    assert cache.take(messages[-1]) is None  # handed out once
+    assert cache.take(object()) is None
