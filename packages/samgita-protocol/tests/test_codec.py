@@ -4,6 +4,7 @@ validation, and the schema helpers convert_params / decode_result / validate."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import msgspec
@@ -558,3 +559,12 @@ def test_stream_resume_result_holds_full_notifications() -> None:
         assert caught.value.data is not None
         assert caught.value.data["reason"] == reason, bad
         assert caught.value.data["path"].startswith("/result/events/0")
+
+
+def test_msgspec_escapes_only_control_characters() -> None:
+    # The fast path relies on it: canonical ASCII bytes decode to ASCII
+    # strings only if the encoder never spells other characters as \u.
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    escaped = re.findall(rb"\\u([0-9a-fA-F]{4})", msgspec.json.encode(every))
+    assert escaped
+    assert all(int(code, 16) < 0x20 for code in escaped)

@@ -246,30 +246,36 @@ def decode_checked(
             return explain(wire)
     elif (envelope.stream_id is _unset) is not (envelope.cursor is _unset):
         return explain(wire)
-    # Pure ASCII without a backslash (two memchr-speed scans) is the
-    # common case; only then can identity byte lengths go unchecked.
-    ascii_input = wire.isascii() and (wire.find(b"\\") < 0 or ascii_only(wire))
     raw = envelope.params
     if fast.free_form and not depth_within(bytes(raw), MAX_DEPTH - 1):
         return explain(wire)
     try:
         params = fast.params.decode(raw)
-        if not ascii_input:
-            check_struct(envelope, "", ascii_input)
-        if fast.walk_ascii if ascii_input else fast.walk_any:
-            check_struct(params, "/params", ascii_input)
     except _failures:
-        return explain(wire)
-    except ProtocolError:
         return explain(wire)
     # The envelope was decoded just now and nothing else holds it, so its
     # params slot is filled in place (a copy with replace() costs twice as
     # much); callers only ever see the finished, frozen message.
     _set_params(envelope, "params", params)
-    message: Message = envelope
-    canonical: bytes = _encode(message)
-    if canonical != wire and not _unique_keys(wire, ((wire, canonical),)):
+    canonical: bytes = _encode(envelope)
+    if canonical == wire:
+        # msgspec writes non-ASCII text as raw UTF-8 (its only \u escapes
+        # are for control characters), so ASCII canonical bytes decode to
+        # ASCII strings, whose code points are their bytes.
+        ascii_input = wire.isascii()
+    elif _unique_keys(wire, ((wire, canonical),)):
+        ascii_input = ascii_only(wire)
+    else:
         return explain(wire)
+    if not ascii_input or fast.walk_ascii:
+        try:
+            if not ascii_input:
+                check_struct(envelope, "", ascii_input)
+            if fast.walk_ascii if ascii_input else fast.walk_any:
+                check_struct(params, "/params", ascii_input)
+        except ProtocolError:
+            return explain(wire)
+    message: Message = envelope
     return message
 
 
