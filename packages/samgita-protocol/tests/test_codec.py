@@ -568,3 +568,29 @@ def test_msgspec_escapes_only_control_characters() -> None:
     escaped = re.findall(rb"\\u([0-9a-fA-F]{4})", msgspec.json.encode(every))
     assert escaped
     assert all(int(code, 16) < 0x20 for code in escaped)
+
+
+def test_encode_checks_raw_json_spliced_in() -> None:
+    raw = msgspec.Raw(b'{"thread_id":"a","thread_id":"b"}')
+    n = sp.Notification(method="thread/closed", params=raw)
+    assert _encode_error(n).code == C.DUPLICATE_KEY
+    ok = sp.Notification(method="thread/closed", params={"thread_id": "a"})
+    assert sp.decode(sp.encode(ok)) == sp.Notification(
+        method="thread/closed", params=sp.ThreadClosedParams(thread_id="a")
+    )
+    event = {
+        "event_id": "e",
+        "delivery_attempt_id": "a",
+        "created_at": "2026-01-01T00:00:00Z",
+        "correlation_id": "c",
+        "event_type": "t",
+        "payload": {"x": msgspec.Raw(b'{"k":1,"k":2}')},
+    }
+    request = sp.Request(
+        id="1",
+        correlation_id="1",
+        method="project/event.receive",
+        command_id="c",
+        params=sp.EventReceiveParams(event=sp.Event(**event)),
+    )
+    assert _encode_error(request).code == C.DUPLICATE_KEY

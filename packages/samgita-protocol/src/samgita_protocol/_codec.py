@@ -203,9 +203,17 @@ _NOTIFICATION_DECODER: Final = msgspec.json.Decoder(Notification)
 _REQUEST_DECODER: Final = msgspec.json.Decoder(Request)
 
 
+# Whether each params Struct type can hold free-form JSON (where a caller
+# could splice in raw JSON that needs the duplicate-key proof).
+_STRUCT_FREE_FORM: Final[Mapping[type, bool]] = MappingProxyType(
+    {spec.params: has_free_form(spec.params) for spec in METHODS.values()}
+)
+
+
 def decode_checked(
     wire: bytes,
     *,
+    own_encoding: bool = False,
     # Bound once at definition: this runs for every message, and each global
     # or attribute lookup it saves is ~20 ns (~0.3 us in all, a tenth of
     # the decode). Never passed by callers.
@@ -218,7 +226,7 @@ def decode_checked(
     _failures: tuple[type[BaseException], ...] = _DECODE_FAILURES,
 ) -> Message:
     """``decode`` of bytes within the size bound (the fast path; see the
-    module docstring)."""
+    module docstring). ``own_encoding`` is for ``encode`` only (see below)."""
     # This library's own messages start with their tag; a decoder of that
     # one type skips the union dispatch (about 0.25 us). Anything else, or
     # a tag that is not what the prefix promised, is decoded by the union
@@ -257,7 +265,11 @@ def decode_checked(
     # params slot is filled in place (a copy with replace() costs twice as
     # much); callers only ever see the finished, frozen message.
     _set_params(envelope, "params", params)
-    canonical: bytes = _encode(envelope)
+    # ``own_encoding``: ``wire`` is msgspec's encoding of a message whose
+    # params are a Struct without free-form JSON (encode() says so), so it is
+    # canonical by construction: Structs have unique keys, schema_version is
+    # always written, and nothing raw was spliced in.
+    canonical: bytes = wire if own_encoding else _encode(envelope)
     if canonical == wire:
         # msgspec writes non-ASCII text as raw UTF-8 (its only \u escapes
         # are for control characters), so ASCII canonical bytes decode to
@@ -415,8 +427,11 @@ def encode(
     wire = encode_unchecked(message)
     if len(wire) > max_message_bytes:
         raise _too_large(len(wire), max_message_bytes, "local")
+    # Only our own params Structs without free-form fields are known to
+    # encode canonically (a user Struct or a dict could carry raw JSON).
+    own = _STRUCT_FREE_FORM.get(type(getattr(message, "params", None))) is False
     try:
-        decoded = decode_checked(wire)
+        decoded = decode_checked(wire, own_encoding=own)
     except ProtocolError as exc:
         raise exc.with_origin("local") from None
     # msgspec encodes some non-JSON values silently (int keys as strings,
