@@ -578,19 +578,19 @@ def test_encode_checks_raw_json_spliced_in() -> None:
     assert sp.decode(sp.encode(ok)) == sp.Notification(
         method="thread/closed", params=sp.ThreadClosedParams(thread_id="a")
     )
-    event = {
-        "event_id": "e",
-        "delivery_attempt_id": "a",
-        "created_at": "2026-01-01T00:00:00Z",
-        "correlation_id": "c",
-        "event_type": "t",
-        "payload": {"x": msgspec.Raw(b'{"k":1,"k":2}')},
-    }
+    event = sp.Event(
+        event_id="e",
+        delivery_attempt_id="a",
+        created_at="2026-01-01T00:00:00Z",
+        correlation_id="c",
+        event_type="t",
+        payload={"x": msgspec.Raw(b'{"k":1,"k":2}')},
+    )
     request = sp.Request(
         id="1",
         correlation_id="1",
         method="project/event.receive",
         command_id="c",
-        params=sp.EventReceiveParams(event=sp.Event(**event)),
+        params=sp.EventReceiveParams(event=event),
     )
     assert _encode_error(request).code == C.DUPLICATE_KEY
