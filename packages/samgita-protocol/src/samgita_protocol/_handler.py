@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
+
+from msgspec import UNSET as _UNSET
 
 from ._errors import ErrorCode, ProtocolError
 
@@ -110,6 +112,51 @@ class RequestContext:
             project_ref=project_ref,
             task_ref=task_ref,
         )
+
+
+#: The slot setters of every `RequestContext` field, in field order.
+_REQUEST_CONTEXT_SETTERS: tuple[Callable[[Any, Any], None], ...] = tuple(
+    RequestContext.__dict__[f.name].__set__ for f in fields(RequestContext)
+)
+_new = object.__new__
+
+
+def request_context(
+    request: Request, connection_id: str, capabilities: frozenset[str], emit: _Emit
+) -> RequestContext:
+    """The `RequestContext` of ``request``: equal to the one its keyword
+    constructor builds, made by setting each slot directly (a frozen
+    dataclass's ``__init__`` calls ``object.__setattr__`` per field, which
+    cost about a fifth of handling a small request)."""
+    unset = _UNSET
+    context = _new(RequestContext)
+    (
+        s_id,
+        s_correlation,
+        s_method,
+        s_connection,
+        s_capabilities,
+        s_command,
+        s_causation,
+        s_project,
+        s_task,
+        s_emit,
+    ) = _REQUEST_CONTEXT_SETTERS
+    s_id(context, request.id)
+    s_correlation(context, request.correlation_id)
+    s_method(context, request.method)
+    s_connection(context, connection_id)
+    s_capabilities(context, capabilities)
+    value = request.command_id
+    s_command(context, None if value is unset else value)
+    value = request.causation_id
+    s_causation(context, None if value is unset else value)
+    value = request.project_ref
+    s_project(context, None if value is unset else value)
+    value = request.task_ref
+    s_task(context, None if value is unset else value)
+    s_emit(context, emit)
+    return context
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

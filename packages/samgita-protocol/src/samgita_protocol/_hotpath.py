@@ -160,47 +160,36 @@ def checked_result(plan: ResultPlan, value: object) -> Any | None:
 
 
 #: How many built messages a connection keeps the validated bytes of, and
-#: how many bytes at most: enough for a response and the notifications its
-#: handler emitted, small enough to hold little memory.
+#: the largest message kept (so at most 4 MiB are held): enough for a
+#: response and the notifications its handler emitted.
 WIRE_CACHE_ENTRIES: Final = 64
-WIRE_CACHE_BYTES: Final = 1_048_576
+WIRE_CACHE_MAX_BYTES: Final = 65_536
 
 
 class WireCache:
     """The validated wire bytes of the last messages a connection built, so
     that sending one needs no second encode and validation. Keyed by object
     identity (the entry holds the message, so its id is not reused while
-    kept); each entry is handed out once. Bounded by entries and bytes; the
-    oldest go first."""
+    kept); each entry is handed out once; the oldest goes first."""
 
-    __slots__ = ("_bytes", "_kept")
+    __slots__ = ("_kept",)
 
     def __init__(self) -> None:
         self._kept: dict[int, tuple[object, bytes]] = {}
-        self._bytes = 0
 
     def keep(self, message: object, wire: bytes) -> None:
         """Remembers ``wire`` as the validated bytes of ``message``."""
-        if len(wire) > WIRE_CACHE_BYTES:
-            return
-        kept = self._kept
-        key = id(message)
-        old = kept.pop(key, None)
-        if old is not None:
-            self._bytes -= len(old[1])
-        while kept and (
-            len(kept) >= WIRE_CACHE_ENTRIES
-            or self._bytes + len(wire) > WIRE_CACHE_BYTES
-        ):
-            self._bytes -= len(kept.pop(next(iter(kept)))[1])
-        kept[key] = (message, wire)
-        self._bytes += len(wire)
+        if len(wire) <= WIRE_CACHE_MAX_BYTES:
+            kept = self._kept
+            if len(kept) >= WIRE_CACHE_ENTRIES:
+                del kept[next(iter(kept))]
+            kept[id(message)] = (message, wire)
 
     def take(self, message: object) -> bytes | None:
         """The bytes kept for exactly this object (then forgotten), or None."""
-        entry = self._kept.get(id(message))
-        if entry is None or entry[0] is not message:
+        entry = self._kept.pop(id(message), None)
+        if entry is None:
             return None
-        del self._kept[id(message)]
-        self._bytes -= len(entry[1])
+        # A kept message is alive, so no other object has its id.
+        assert entry[0] is message
         return entry[1]

@@ -24,16 +24,16 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ._codec import decode, encode, encode_unchecked
+from ._codec import decode, decode_checked, encode, encode_unchecked
 from ._contract import check_result, wall_clock
 from ._errors import ErrorCode, ProtocolError
 from ._handler import (
     Handler,
     NotificationContext,
-    RequestContext,
     _closed_emitter,
     implements_notifications,
     implements_responses,
+    request_context,
 )
 from ._hotpath import RESULT_PLANS, WireCache, checked_result
 from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits
@@ -435,7 +435,8 @@ class Server:
         if self._state == "disconnected":
             raise ProtocolError(ErrorCode.DISCONNECTED, "the connection is closed")
         wire: bytes | str | None
-        if isinstance(data, bytes | str):
+        max_bytes = self._limits.max_message_bytes
+        if type(data) is bytes or isinstance(data, (bytes, str)):
             wire = data
         elif isinstance(data, bytearray | memoryview):
             wire = bytes(data)
@@ -447,7 +448,13 @@ class Server:
             )
         if wire is not None:
             try:
-                message = decode(wire, max_message_bytes=self._limits.max_message_bytes)
+                # Bytes within the bound go straight to the codec's fast path
+                # (what decode does after its argument checks).
+                message = (
+                    decode_checked(wire)
+                    if type(wire) is bytes and len(wire) <= max_bytes
+                    else decode(wire, max_message_bytes=max_bytes)
+                )
             except ProtocolError as error:
                 error = error if error.origin == "peer" else error.with_origin("peer")
                 response = self._recover(wire, error)
@@ -611,17 +618,8 @@ class Server:
         self, request: Request, spec: MethodSpec, now: datetime | None
     ) -> list[Message]:
         emitter = _Emitter(self._build_notification)
-        context = RequestContext(
-            id=request.id,
-            correlation_id=request.correlation_id,
-            method=request.method,
-            connection_id=self._connection_id,
-            capabilities=self._negotiated,
-            command_id=_opt(request.command_id),
-            causation_id=_opt(request.causation_id),
-            project_ref=_opt(request.project_ref),
-            task_ref=_opt(request.task_ref),
-            _emit=emitter,
+        context = request_context(
+            request, self._connection_id, self._negotiated, emitter
         )
         try:
             outcome: Any = self._handler.handle_request(
