@@ -42,14 +42,16 @@ decoded again by ``_validate.explain``, which checks everything in the order
 above and names the first violation, so both paths give the same codes
 (tests/test_codec_robustness.py checks that on every generated input).
 
-Cost (bench/codec.py, median of per-round ratios, 2 loaded shared cores):
-the validated decode of a 450-byte ``item/delta`` notification takes about
-0.57x ``json.loads`` of the same bytes (about 3x untyped ``msgspec``); the
-duplicate-key proof is about a fifth of that (the re-encode and compare),
-the depth proof nothing for ``item/delta``. The same message with keys
-reordered and indented takes about 1.2x ``json.loads`` (colon count and
-head decode); only input with a repeated key or a ``\\u003a`` goes
-through the tokenizer (about 30 us for 500 bytes).
+Cost (bench/codec.py, median of per-round ratios, 2 loaded shared cores,
+figures of several runs): the validated decode of a 450-byte ``item/delta``
+notification takes 0.56-0.62x ``json.loads`` of the same bytes (about 3x
+untyped ``msgspec``); of its ~2.5 us the duplicate-key proof (re-encode and
+compare) is ~0.55 us, the depth proof nothing for ``item/delta``, the
+envelope and params decodes ~1.1 us. The same message with keys reordered
+and indented takes about 1.2-1.3x ``json.loads`` (colon count and head
+decode); only input with a repeated key or a ``\\u003a`` goes through the
+tokenizer (about 30 us for 500 bytes). ``encode`` (which decodes its own
+bytes again, without re-encoding them) is 0.57-0.63x ``json.dumps``.
 """
 
 from __future__ import annotations
