@@ -594,3 +594,11 @@ def test_encode_checks_raw_json_spliced_in() -> None:
         params=sp.EventReceiveParams(event=event),
     )
     assert _encode_error(request).code == C.DUPLICATE_KEY
+
+
+def test_encode_checks_raw_json_in_a_struct_field() -> None:
+    turn: Any = msgspec.Raw(
+        b'{"turn_id":"u","turn_id":"v","thread_id":"t","status":"completed"}'
+    )
+    n = sp.Notification(method="turn/started", params=sp.TurnStartedParams(turn=turn))
+    assert _encode_error(n).code == C.DUPLICATE_KEY

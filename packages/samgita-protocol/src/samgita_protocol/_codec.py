@@ -450,6 +450,13 @@ def encode(
     else:
         same = decoded == message
     if not same:
+        if own:
+            # Something in the params is not what its type says (raw JSON
+            # in a Struct field, say): the bytes are not canonical after all.
+            try:
+                decode_checked(wire)
+            except ProtocolError as exc:
+                raise exc.with_origin("local") from None
         problem = json_problem(message, "")
         if problem is not None:
             raise problem
