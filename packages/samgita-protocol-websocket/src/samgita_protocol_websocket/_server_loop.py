@@ -125,7 +125,11 @@ class AgentConnection:
         Raises ``ProtocolError`` when it cannot be encoded, ``ConnectionError``
         when the connection is closed or the peer is not reading.
         """
-        await self._enqueue(core.encode(message))
+        # The Server hands out the bytes it validated when it built the
+        # message (no second encode); anything else is encoded and checked.
+        server = self._server
+        data = core.encode(message) if server is None else server.encode(message)
+        await self._enqueue(data)
 
     async def close(self, code: int = CloseCode.NORMAL, reason: str = "") -> None:
         """Close the connection with ``code`` and ``reason`` (RFC 6455 section 7.4)."""

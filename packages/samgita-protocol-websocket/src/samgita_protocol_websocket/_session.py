@@ -200,7 +200,9 @@ class Session:
         ws = self._ws
         if ws is None or self._lost.is_set():
             raise ConnectionError("not connected")
-        data = core.encode(message)
+        # The Client hands out the bytes it validated when it built the
+        # message (no second encode); anything else is encoded and checked.
+        data = self._client.encode(message)
         try:
             async with asyncio.timeout(self._owner._send_timeout):
                 await ws.send(data, text=True)

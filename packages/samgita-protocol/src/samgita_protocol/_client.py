@@ -655,6 +655,14 @@ class Client:
             raise _disconnected()
         wire: bytes | str | None
         max_bytes = self._limits.max_message_bytes
+        if type(data) is str:
+            # A text frame: its UTF-8 bytes take the bytes path (sizes count
+            # UTF-8 bytes either way); a lone surrogate stays text, for
+            # decode to name it.
+            try:
+                data = data.encode("utf-8")
+            except UnicodeEncodeError:
+                pass
         if type(data) is bytes and len(data) <= max_bytes:
             # The codec's fast path for bytes within the bound (what decode
             # does after its argument checks); every failure is the peer's.

@@ -436,6 +436,14 @@ class Server:
             raise ProtocolError(ErrorCode.DISCONNECTED, "the connection is closed")
         wire: bytes | str | None
         max_bytes = self._limits.max_message_bytes
+        if type(data) is str:
+            # A text frame: its UTF-8 bytes take the bytes path (sizes count
+            # UTF-8 bytes either way); a lone surrogate stays text, for
+            # decode to name it.
+            try:
+                data = data.encode("utf-8")
+            except UnicodeEncodeError:
+                pass
         if type(data) is bytes or isinstance(data, (bytes, str)):
             wire = data
         elif isinstance(data, bytearray | memoryview):

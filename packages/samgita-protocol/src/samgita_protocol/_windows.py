@@ -28,6 +28,8 @@ from typing import Final, Generic, TypeVar
 
 import msgspec
 
+from samgita_protocol._schema import Notification, Request
+
 __all__ = [
     "INLINE_BYTES",
     "ContentKey",
@@ -216,12 +218,31 @@ def _digest(message: object) -> bytes:
     return hashlib.blake2b(canonical(message), digest_size=16).digest()
 
 
+def _decoded_digest(message: object) -> bytes:
+    """``_digest`` of a request or notification the codec decoded from bytes,
+    in one encode: such a message holds no ``msgspec.Raw`` (its params are
+    the method's Struct; only a response's result stays raw), and for a
+    value without raw parts msgspec's sorted encoding is exactly the
+    canonical form (the same strings, numbers and omitted fields; every
+    object's keys sorted, Struct fields and the tag included)."""
+    return hashlib.blake2b(_encode(message, order="sorted"), digest_size=16).digest()
+
+
+_DECODED_WITHOUT_RAW: Final = (Request, Notification)
+
+
+def _digest_of(message: object, wire: bytes | str | None) -> bytes:
+    if wire is not None and type(message) in _DECODED_WITHOUT_RAW:
+        return _decoded_digest(message)
+    return _digest(message)
+
+
 def content_key(message: object, wire: bytes | str | None) -> ContentKey:
     """What a bounded window remembers of ``message``, decoded from ``wire``
     (``None`` when it was handed in without its bytes)."""
     if wire is not None and len(wire) <= INLINE_BYTES:
         return ("wire", wire)
-    return ("digest", _digest(message))
+    return ("digest", _digest_of(message, wire))
 
 
 def same_content(key: ContentKey, message: object, wire: bytes | str | None) -> bool:
@@ -236,4 +257,4 @@ def same_content(key: ContentKey, message: object, wire: bytes | str | None) -> 
         from samgita_protocol._codec import decode  # noqa: PLC0415 (cycle)
 
         return canonical(decode(kept)) == canonical(message)
-    return _digest(message) == kept
+    return _digest_of(message, wire) == kept
