@@ -10,6 +10,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers import EVENT, ConnectionPair
 from samgita_protocol._codec import decode, encode
@@ -278,3 +280,48 @@ def test_decoded_digest_is_the_canonical_digest() -> None:
     ).encode()
     message = decode(big)
     assert _decoded_digest(message) == _digest(message)
+
+
+_SPLICES = [
+    b"",
+    b'"',
+    b"\\",
+    b"\\u00e9",
+    b":",
+    b",",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b" ",
+    b"1",
+    b"x",
+]
+
+
+@given(
+    case=st.sampled_from(RESPONSES),
+    edits=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=400),
+            st.integers(min_value=0, max_value=3),
+            st.sampled_from(_SPLICES),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+@settings(max_examples=1500, derandomize=True, deadline=None)
+def test_typed_response_never_accepts_more_than_the_general_path(
+    case: tuple[str, bytes], edits: list[tuple[int, int, bytes]]
+) -> None:
+    method, wire = case
+    for at, cut, splice in edits:
+        at = min(at, len(wire))
+        wire = wire[:at] + splice + wire[at + cut :]
+    typed = typed_response(wire, RESULT_PLANS[method])
+    if typed is None:
+        return
+    general, result = _general(method, wire)
+    assert typed.result == result
+    assert msgspec.structs.replace(typed, result=general.result) == general
