@@ -19,7 +19,7 @@ import msgspec
 from msgspec import UNSET
 
 from ._errors import ProtocolError
-from ._jsonscan import MAX_DEPTH, ascii_only, depth_within
+from ._jsonscan import MAX_DEPTH, depth_within
 from ._schema import METHODS, Response, StreamResumeResult
 from ._validate import ENCODER, RESULT_DECODERS, check_struct, needs_walk
 
@@ -110,9 +110,11 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
         return None
     if typed.task_ref is not UNSET and typed.project_ref is UNSET:
         return None
-    if not ascii_only(wire) or not depth_within(wire, MAX_DEPTH):
-        return None
     if ENCODER.encode(typed) != wire:
+        return None
+    # msgspec writes non-ASCII text as raw UTF-8 (its only \u escapes are
+    # for control characters), so its ASCII output decodes to ASCII strings.
+    if not wire.isascii() or not depth_within(wire, MAX_DEPTH):
         return None
     result = typed.result
     if plan.walk:
@@ -147,7 +149,8 @@ def checked_result(plan: ResultPlan, value: object) -> Any | None:
         return None
     try:
         data = ENCODER.encode(value)
-        if not ascii_only(data) or not depth_within(data, MAX_DEPTH - 1):
+        # msgspec's own output: ASCII bytes are ASCII strings (see above).
+        if not data.isascii() or not depth_within(data, MAX_DEPTH - 1):
             return None
         result = plan.decoder.decode(data)
         if plan.walk:
