@@ -21,7 +21,13 @@ from msgspec import UNSET
 from ._errors import ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
 from ._schema import METHODS, Response, StreamResumeResult
-from ._validate import ENCODER, RESULT_DECODERS, check_struct, needs_walk
+from ._validate import (
+    ENCODER,
+    RESULT_DECODERS,
+    check_struct,
+    has_free_form,
+    needs_walk,
+)
 
 __all__ = [
     "RESPONSE_PREFIX",
@@ -73,6 +79,7 @@ class ResultPlan(typing.NamedTuple):
     decoder: msgspec.json.Decoder[Any]
     response: msgspec.json.Decoder[Any]
     walk: bool
+    free_form: bool
 
 
 #: Every request method except ``stream/resume`` (whose result holds whole
@@ -83,6 +90,7 @@ RESULT_PLANS: Final[Mapping[str, ResultPlan]] = {
         decoder=RESULT_DECODERS[name],
         response=msgspec.json.Decoder(_typed_response_type(spec.result)),
         walk=needs_walk(spec.result, True),
+        free_form=has_free_form(spec.result),
     )
     for name, spec in METHODS.items()
     if spec.result is not None and spec.result is not StreamResumeResult
@@ -99,7 +107,9 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
     decoders type them, pure ASCII (so no identity byte length to check),
     with ``task_ref`` only beside ``project_ref``, at most ``MAX_DEPTH``
     deep (the result is the envelope's only container, so this is the
-    result's depth bound of ``decode``), and passing the result's walk.
+    result's depth bound of ``decode``; a result without free-form JSON
+    cannot nest deeper than its schema, which msgspec enforces while it
+    decodes), and passing the result's walk.
     Only ``result`` responses decode (``error`` is an unknown field here).
     The caller passes ``plan`` of the pending request the id names and
     checks that the decoded id is that one.
@@ -114,7 +124,10 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
         return None
     # msgspec writes non-ASCII text as raw UTF-8 (its only \u escapes are
     # for control characters), so its ASCII output decodes to ASCII strings.
-    if not wire.isascii() or not depth_within(wire, MAX_DEPTH):
+    if not wire.isascii():
+        return None
+    # Only free-form JSON can nest deeper than the schema does.
+    if plan.free_form and not depth_within(wire, MAX_DEPTH):
         return None
     result = typed.result
     if plan.walk:
@@ -150,7 +163,9 @@ def checked_result(plan: ResultPlan, value: object) -> Any | None:
     try:
         data = ENCODER.encode(value)
         # msgspec's own output: ASCII bytes are ASCII strings (see above).
-        if not data.isascii() or not depth_within(data, MAX_DEPTH - 1):
+        if not data.isascii():
+            return None
+        if plan.free_form and not depth_within(data, MAX_DEPTH - 1):
             return None
         result = plan.decoder.decode(data)
         if plan.walk:
