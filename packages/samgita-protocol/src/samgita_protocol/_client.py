@@ -197,6 +197,7 @@ class Client:
         "_host_id",
         "_incoming",
         "_limits",
+        "_max_bytes",
         "_negotiated",
         "_notifications",
         "_offer",
@@ -278,6 +279,7 @@ class Client:
         self._versions = version_list
         self._host_id = checked_host
         self._limits = limits
+        self._max_bytes = limits.max_message_bytes
         self._outbox = Outbox(
             prefix="c",
             max_outstanding_requests=limits.max_outstanding_requests,
@@ -654,8 +656,8 @@ class Client:
         if self._state is _DISCONNECTED:
             raise _disconnected()
         wire: bytes | str | None
-        max_bytes = self._limits.max_message_bytes
-        if type(data) is str:
+        max_bytes = self._max_bytes
+        if type(data) is not bytes and type(data) is str:
             # A text frame: its UTF-8 bytes take the bytes path (sizes count
             # UTF-8 bytes either way); a lone surrogate stays text, for
             # decode to name it.

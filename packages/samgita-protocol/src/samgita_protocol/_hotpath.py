@@ -45,26 +45,31 @@ RESPONSE_PREFIX: Final = b'{"type":"response","schema_version":"1.0","id":"'
 _FAILURES: Final = (ValueError, TypeError, OverflowError, RecursionError)
 
 
-def _typed_response_type(result: type[Any]) -> type[msgspec.Struct]:
-    """``Response`` with its ``result`` typed as ``result`` (required) and no
-    ``error`` field: same fields, order, constraints and configuration."""
-    hints = typing.get_type_hints(Response, include_extras=True)
+def _variant(
+    cls: type[msgspec.Struct], typed: str, as_type: type[Any], drop: str | None = None
+) -> type[msgspec.Struct]:
+    """Envelope ``cls`` with field ``typed`` required and of type ``as_type``
+    (and without field ``drop``): the same fields, order, constraints and
+    configuration otherwise."""
+    hints = typing.get_type_hints(cls, include_extras=True)
     fields: list[Any] = []
-    for field in msgspec.structs.fields(Response):
-        if field.name == "error":
+    for field in msgspec.structs.fields(cls):
+        assert field.encode_name == field.name  # no renamed fields to copy
+        if field.name == drop:
             continue
-        if field.name == "result":
-            fields.append(("result", result))
+        if field.name == typed:
+            fields.append((typed, as_type))
         elif field.required:
             fields.append((field.name, hints[field.name]))
         else:
             fields.append((field.name, hints[field.name], field.default))
-    config = Response.__struct_config__
+    config = cls.__struct_config__
     return msgspec.defstruct(
-        "TypedResponse",
+        "Typed" + cls.__name__,
         fields,
         frozen=config.frozen,
         forbid_unknown_fields=config.forbid_unknown_fields,
+        omit_defaults=config.omit_defaults,
         kw_only=True,
         tag_field=config.tag_field,
         tag=config.tag,
@@ -88,7 +93,9 @@ RESULT_PLANS: Final[Mapping[str, ResultPlan]] = {
     name: ResultPlan(
         result=spec.result,
         decoder=RESULT_DECODERS[name],
-        response=msgspec.json.Decoder(_typed_response_type(spec.result)),
+        response=msgspec.json.Decoder(
+            _variant(Response, "result", spec.result, drop="error")
+        ),
         walk=needs_walk(spec.result, True),
         free_form=has_free_form(spec.result),
     )
