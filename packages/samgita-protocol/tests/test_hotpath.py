@@ -325,3 +325,24 @@ def test_typed_response_never_accepts_more_than_the_general_path(
     general, result = _general(method, wire)
     assert typed.result == result
     assert msgspec.structs.replace(typed, result=general.result) == general
+
+
+def test_replay_encode_hands_out_the_appended_bytes() -> None:
+    from samgita_protocol._replay import Replay
+    from samgita_protocol._schema import ItemDeltaParams, Notification
+
+    replay = Replay("s")
+    event = replay.append(
+        Notification(
+            method="item/delta",
+            params=ItemDeltaParams(thread_id="t", turn_id="u", item_id="i", delta="d"),
+        )
+    )
+    assert replay.encode(event) == encode(event)
+    assert replay.encode(event) == encode(event)  # again: the general encode
+    bad = Notification(
+        method="item/delta",
+        params=ItemDeltaParams(thread_id="", turn_id="u", item_id="i", delta="d"),
+    )
+    with pytest.raises(ProtocolError):
+        replay.encode(bad)

@@ -17,6 +17,7 @@ from msgspec import UNSET
 
 from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
+from ._hotpath import WireCache
 from ._schema import Notification, StreamResumeResult
 
 __all__ = ["PAGE_SIZE", "Replay"]
@@ -89,6 +90,7 @@ class Replay:
         "_max_events",
         "_sizes",
         "_stream_id",
+        "_wire",
     )
 
     def __init__(
@@ -111,6 +113,8 @@ class Replay:
         self._first = 1
         self._last = 0
         self._bytes = 0
+        # Validated bytes of the events appended last, for Replay.encode.
+        self._wire = WireCache()
 
     def __repr__(self) -> str:
         return (
@@ -196,7 +200,8 @@ class Replay:
                 "sequenced input must continue the stream",
                 data={"expected": next_cursor, "cursor": cursor},
             )
-        size = len(encode(notification))
+        wire = encode(notification)
+        size = len(wire)
         if size > self._max_bytes:
             raise ProtocolError(
                 ErrorCode.LIMIT_EXCEEDED,
@@ -208,7 +213,26 @@ class Replay:
         self._last = next_cursor
         self._bytes += size
         self._evict()
+        self._wire.keep(notification, wire)
         return notification
+
+    def encode(self, notification: Notification) -> bytes:
+        """The wire bytes to send for ``notification``.
+
+        For an event :meth:`append` just returned these are the bytes it
+        validated and sized, handed out without encoding and validating
+        again (kept for the last 64 appended events, each handed out once).
+        Any other notification is ``samgita_protocol.encode(notification)``.
+
+        Raises:
+            ProtocolError: origin ``local``, the codes of
+                ``samgita_protocol.encode`` (only for a notification this log
+                did not just append).
+        """
+        wire = self._wire.take(notification)
+        if wire is not None:
+            return wire
+        return encode(notification)
 
     def _evict(self) -> None:
         events = self._events
