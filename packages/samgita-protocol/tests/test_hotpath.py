@@ -208,6 +208,19 @@ def test_wire_cache_is_bounded_and_hands_out_by_identity() -> None:
     assert cache.take(messages[-1]) == b"%d" % (len(messages) - 1)
     assert cache.take(messages[-1]) is None  # handed out once
     assert cache.take(object()) is None
+    big = [object() for _ in range(6)]
+    for message in big:
+        cache.keep(message, b"x" * 60_000)
+    assert cache.take(big[0]) is None  # over the byte bound: evicted
+    assert cache.take(big[-1]) == b"x" * 60_000
+    huge = object()
+    cache.keep(huge, b"x" * 70_000)
+    assert cache.take(huge) is None  # never kept
+    again = object()
+    cache.keep(again, b"a")
+    cache.keep(again, b"bb")
+    assert cache.take(again) == b"bb"
+    assert cache._bytes == sum(len(w) for _, w in cache._kept.values())
 
 
 def test_request_context_factory_equals_the_constructor() -> None:

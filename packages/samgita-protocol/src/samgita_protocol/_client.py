@@ -899,9 +899,10 @@ class Client:
         For a message this client built (:meth:`request`, :meth:`notify`,
         :meth:`reply`, :meth:`reply_error`) these are the bytes it validated
         then, handed out without encoding and validating again (kept for the
-        last 64 such messages, each handed out once; a message mutated after
-        it was built still gets the bytes that were validated). Any other
-        message is ``samgita_protocol.encode(message)`` with this client's
+        last 64 such messages, 256 KiB in all, none over 64 KiB; each handed
+        out once; a message mutated after it was built still gets the bytes
+        that were validated). Any other message is
+        ``samgita_protocol.encode(message)`` with this client's
         ``max_message_bytes``.
 
         Raises:

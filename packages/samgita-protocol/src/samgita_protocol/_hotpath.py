@@ -184,31 +184,42 @@ def checked_result(plan: ResultPlan, value: object) -> Any | None:
     return result
 
 
-#: How many built messages a connection keeps the validated bytes of, and
-#: the largest message kept (so at most 4 MiB are held): enough for a
-#: response and the notifications its handler emitted.
+#: The bounds of what a connection keeps of the validated bytes of the
+#: messages it built last: enough for a response and the notifications its
+#: handler emitted, little memory even when nobody takes them (a caller that
+#: sends with ``samgita_protocol.encode`` instead).
 WIRE_CACHE_ENTRIES: Final = 64
-WIRE_CACHE_MAX_BYTES: Final = 65_536
+WIRE_CACHE_BYTES: Final = 262_144
+#: A larger message is not kept.
+WIRE_CACHE_MAX_MESSAGE: Final = 65_536
 
 
 class WireCache:
     """The validated wire bytes of the last messages a connection built, so
     that sending one needs no second encode and validation. Keyed by object
     identity (the entry holds the message, so its id is not reused while
-    kept); each entry is handed out once; the oldest goes first."""
+    kept); each entry is handed out once; the oldest goes first, so at most
+    ``WIRE_CACHE_ENTRIES`` entries and ``WIRE_CACHE_BYTES`` bytes are held."""
 
-    __slots__ = ("_kept",)
+    __slots__ = ("_bytes", "_kept")
 
     def __init__(self) -> None:
         self._kept: dict[int, tuple[object, bytes]] = {}
+        self._bytes = 0
 
     def keep(self, message: object, wire: bytes) -> None:
         """Remembers ``wire`` as the validated bytes of ``message``."""
-        if len(wire) <= WIRE_CACHE_MAX_BYTES:
-            kept = self._kept
-            if len(kept) >= WIRE_CACHE_ENTRIES:
-                del kept[next(iter(kept))]
-            kept[id(message)] = (message, wire)
+        size = len(wire)
+        if size > WIRE_CACHE_MAX_MESSAGE:
+            return
+        kept = self._kept
+        key = id(message)
+        old = kept.pop(key, None)
+        total = self._bytes + size - (0 if old is None else len(old[1]))
+        kept[key] = (message, wire)
+        while len(kept) > WIRE_CACHE_ENTRIES or total > WIRE_CACHE_BYTES:
+            total -= len(kept.pop(next(iter(kept)))[1])
+        self._bytes = total
 
     def take(self, message: object) -> bytes | None:
         """The bytes kept for exactly this object (then forgotten), or None."""
@@ -217,4 +228,5 @@ class WireCache:
             return None
         # A kept message is alive, so no other object has its id.
         assert entry[0] is message
+        self._bytes -= len(entry[1])
         return entry[1]

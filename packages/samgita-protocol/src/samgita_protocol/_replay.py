@@ -20,11 +20,22 @@ from ._errors import ErrorCode, ProtocolError
 from ._hotpath import WireCache
 from ._schema import Notification, StreamResumeResult
 
-__all__ = ["PAGE_SIZE", "Replay"]
+__all__ = ["PAGE_OVERHEAD", "PAGE_SIZE", "Replay"]
 
 #: Events per ``since`` page; also the ``maxItems`` of a ``stream/resume``
 #: result's ``events``.
 PAGE_SIZE: Final = 128
+
+#: Bytes a ``stream/resume`` response needs besides its events' own
+#: encodings, at worst: the envelope with every identity and ref at 256
+#: bytes spelled with ``\\u`` escapes (6 bytes per byte), the result's
+#: ``stream_id``, ``cursor`` and ``has_more`` and the commas between events.
+#: A page holds events only while their sizes plus this (and one comma per
+#: event) stay within the message budget.
+PAGE_OVERHEAD: Final = 12 * 1024
+
+#: Default message budget of a page (the default ``max_message_bytes``).
+DEFAULT_MAX_MESSAGE_BYTES: Final = 1_048_576
 
 #: Default retained events: eight pages, enough for a client that fell a few
 #: pages behind, small enough that an idle stream costs little.
@@ -74,10 +85,13 @@ class Replay:
         stream_id: the stream this log sequences (a wire id).
         max_events: retained events; the oldest are evicted first.
         max_bytes: retained encoded bytes; the oldest are evicted first.
+        max_message_bytes: the message bound of the connection that serves
+            the pages (1 MiB): a page fits in one message of this size, and
+            an event that could not fit in a one-event page is refused.
 
     Raises:
-        TypeError, ValueError: a bad ``stream_id``, ``max_events`` or
-            ``max_bytes`` (the message names it).
+        TypeError, ValueError: a bad ``stream_id``, ``max_events``,
+            ``max_bytes`` or ``max_message_bytes`` (the message names it).
     """
 
     __slots__ = (
@@ -88,6 +102,7 @@ class Replay:
         "_last",
         "_max_bytes",
         "_max_events",
+        "_max_message_bytes",
         "_sizes",
         "_stream_id",
         "_wire",
@@ -99,10 +114,12 @@ class Replay:
         *,
         max_events: int = DEFAULT_MAX_EVENTS,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self._stream_id = _stream_id(stream_id)
         self._max_events = _positive_int("max_events", max_events)
         self._max_bytes = _positive_int("max_bytes", max_bytes)
+        self._max_message_bytes = _positive_int("max_message_bytes", max_message_bytes)
         # Slot i holds cursor base + i; slots before first - base are
         # evicted (None) and dropped in bulk by _evict.
         self._events: list[Notification | None] = []
@@ -152,6 +169,11 @@ class Replay:
         """The retained-bytes bound."""
         return self._max_bytes
 
+    @property
+    def max_message_bytes(self) -> int:
+        """The message budget of a page."""
+        return self._max_message_bytes
+
     def __len__(self) -> int:
         """Number of retained events."""
         return self._last - self._first + 1
@@ -169,7 +191,9 @@ class Replay:
                 ``unpaired_stream_position`` (only one of ``stream_id`` and
                 ``cursor``), ``foreign_stream`` (another stream),
                 ``cursor_gap`` (not the next cursor), ``limit_exceeded``
-                (the event alone is larger than ``max_bytes``), and any
+                (the event alone is larger than ``max_bytes``, or a page of
+                it alone, :data:`PAGE_OVERHEAD` included, would pass
+                ``max_message_bytes``), and any
                 code :func:`encode` raises for an invalid notification.
         """
         if not isinstance(notification, Notification):
@@ -208,6 +232,12 @@ class Replay:
                 "event is larger than max_bytes",
                 data={"limit": "max_bytes", "max": self._max_bytes},
             )
+        if size + PAGE_OVERHEAD > self._max_message_bytes:
+            raise ProtocolError(
+                ErrorCode.LIMIT_EXCEEDED,
+                "event cannot fit in a stream/resume page",
+                data={"limit": "max_message_bytes", "max": self._max_message_bytes},
+            )
         self._events.append(notification)
         self._sizes.append(size)
         self._last = next_cursor
@@ -221,8 +251,8 @@ class Replay:
 
         For an event :meth:`append` just returned these are the bytes it
         validated and sized, handed out without encoding and validating
-        again (kept for the last 64 appended events, each handed out once).
-        Any other notification is ``samgita_protocol.encode(notification)``.
+        again (kept for the last 64 appended events, 256 KiB in all, none
+        over 64 KiB; each handed out once). Any other notification is ``samgita_protocol.encode(notification)``.
 
         Raises:
             ProtocolError: origin ``local``, the codes of
@@ -252,39 +282,62 @@ class Replay:
             del events[:dead]
             self._base = first
 
-    def since(self, cursor: int) -> list[Notification]:
-        """Return the retained events after ``cursor``, at most one page (128), in order.
+    def since(self, cursor: int, *, max_bytes: int | None = None) -> list[Notification]:
+        """Return the retained events after ``cursor``, at most one page, in order.
 
         ``cursor`` is the last processed position (0 for "from the start").
-        Continue from the last returned event's cursor while fewer than all
-        remaining events were returned. ``cursor == last_cursor`` gives ``[]``.
+        A page holds at most 128 events and fits in one message of
+        ``max_bytes`` (default: ``max_message_bytes``): events are taken
+        while their encoded sizes, one comma each and :data:`PAGE_OVERHEAD`
+        stay within it. Continue from the last returned event's cursor while
+        fewer than all remaining events were returned. ``cursor ==
+        last_cursor`` gives ``[]``; so does a budget too small for the next
+        event (never for the default budget, which every retained event fits).
 
         Raises:
-            TypeError: ``cursor`` is not an int.
+            TypeError: ``cursor`` or ``max_bytes`` is not an int.
             ProtocolError: ``invalid_cursor`` when ``cursor`` is negative or
                 beyond the newest event, ``replay_gap`` when ``cursor + 1``
                 is no longer retained (``data.first_retained`` names the
                 oldest retained cursor).
         """
+        if max_bytes is None:
+            budget = self._max_message_bytes
+        elif isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
+            raise TypeError(f"expected max_bytes to be an int, got: {max_bytes!r}")
+        else:
+            budget = max_bytes
         upto = self._check(cursor)
         if upto == cursor:
             return []
+        sizes = self._sizes
+        # sizes[0] is the size of cursor self._first.
+        offset = cursor + 1 - self._first
+        used = PAGE_OVERHEAD
+        count = 0
+        for index in range(offset, offset + upto - cursor):
+            used += sizes[index] + 1
+            if used > budget:
+                break
+            count += 1
         start = cursor + 1 - self._base
-        events = self._events[start : start + upto - cursor]
+        events = self._events[start : start + count]
         # Every slot in cursor+1..upto is retained, so none is None.
         return cast("list[Notification]", events)
 
-    def page(self, cursor: int) -> StreamResumeResult:
+    def page(self, cursor: int, *, max_bytes: int | None = None) -> StreamResumeResult:
         """Answer ``stream/resume`` from ``cursor``: a :class:`StreamResumeResult`.
 
-        Its ``events`` are :meth:`since` ``(cursor)``, its ``cursor`` the last
-        returned cursor (``cursor`` itself when empty) and ``has_more``
-        whether newer events remain.
+        Its ``events`` are :meth:`since` ``(cursor, max_bytes=max_bytes)``
+        (at most 128, fitting in one message of ``max_bytes``, default
+        ``max_message_bytes``), its ``cursor`` the last returned cursor
+        (``cursor`` itself when empty) and ``has_more`` whether newer events
+        remain.
 
         Raises:
             TypeError, ProtocolError: as :meth:`since`.
         """
-        events = self.since(cursor)
+        events = self.since(cursor, max_bytes=max_bytes)
         upto = cursor + len(events)
         return StreamResumeResult(
             stream_id=self._stream_id,

@@ -946,9 +946,9 @@ class Server:
         or typed error and the notifications it emitted, as `receive`
         returned them; `notify`; `request`) these are the bytes it
         validated then, handed out without encoding and validating again
-        (kept for the last 64 such messages, each handed out once; a message
-        mutated after it was built still gets the bytes that were
-        validated). Any other message is ``samgita_protocol.encode(message)``
+        (kept for the last 64 such messages, 256 KiB in all, none over
+        64 KiB; each handed out once; a message mutated after it was built
+        still gets the bytes that were validated). Any other message is ``samgita_protocol.encode(message)``
         with this Server's ``max_message_bytes``.
 
         Raises:
