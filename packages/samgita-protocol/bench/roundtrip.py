@@ -1,10 +1,13 @@
 """Connection benchmark: ratios, never timed assertions.
 
-1. ``request/cancel`` round trip through Client + Server: ``client.request``,
-   ``encode``, ``server.receive`` (decode, dispatch to a trivial handler,
-   result check), ``encode`` of the response, ``client.receive`` (decode,
-   correlation, result validation, contextual rules). Baseline: bare stdlib
-   ``json.dumps`` + ``json.loads`` of the same request and response bytes.
+1. ``request/cancel`` round trip through Client + Server: ``client.request``
+   (validates the request) and ``client.encode`` (its validated bytes),
+   ``server.receive_bytes`` (decode, dispatch to a trivial handler, result
+   check, the response's bytes), ``client.receive`` (decode, correlation,
+   result validation, contextual rules). Beside it the same with
+   ``samgita_protocol.encode`` on both sides, which validates each message a
+   second time. Baseline: bare stdlib ``json.dumps`` + ``json.loads`` of the
+   same request and response bytes.
 2. ``client.receive`` of an unsequenced ``item/delta`` notification against
    ``json.loads`` of the same bytes.
 3. Beside them, the comparable messages validated the way the MCP Python SDK
