@@ -50,10 +50,14 @@ class Authenticator(Protocol):
     """Decides whether an upgrade request is authenticated.
 
     Called once per handshake, before the upgrade, and again on every
-    reconnect (each one is a new handshake).  Return a principal (any object
-    except ``None``: a user id, a claims mapping) to accept, or ``None`` to
-    answer 401.  May be a coroutine function.  An exception is answered 401 as
-    well and logged without its arguments.
+    reconnect (each one is a new handshake).  Return a principal to accept:
+    any truthy object (a user id string, a claims mapping, ``True``); it
+    reaches ``ConnectionInfo.principal``.  Return ``None`` or ``False`` to
+    refuse with 401; every other falsy value (``0``, ``""``, an empty
+    mapping) refuses as well, so a predicate such as
+    ``lambda r: r.authorization == (...)`` is safe.  May be a coroutine
+    function.  An exception is answered 401 as well and logged without its
+    arguments.
     """
 
     def __call__(

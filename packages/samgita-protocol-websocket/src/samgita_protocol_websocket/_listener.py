@@ -162,7 +162,16 @@ class _Policy:
                 "authenticator raised %s; answering 401", type(exc).__name__
             )
             principal = None
-        if principal is None:
+        try:
+            # The contract (Authenticator): a truthy principal accepts; None,
+            # False or any other falsy value refuses.  A predicate returning
+            # False must never let the peer in.
+            accepted = (
+                principal is not None and principal is not False and bool(principal)
+            )
+        except Exception:  # a principal whose __bool__ fails is no acceptance
+            accepted = False
+        if not accepted:
             response = _respond(
                 connection, http.HTTPStatus.UNAUTHORIZED, "authentication required"
             )
