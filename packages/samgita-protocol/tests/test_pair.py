@@ -568,3 +568,50 @@ def test_effects_are_response_received_for_every_plain_call() -> None:
     pair = ConnectionPair()
     effects = pair.call("request/cancel", {"request_id": "x"})
     assert [type(e) for e in effects] == [ResponseReceived]
+
+
+def test_streaming_resume_pages_of_large_events_fit_in_one_message() -> None:
+    from samgita_protocol._replay import PAGE_OVERHEAD
+    from samgita_protocol._schema import ItemDeltaParams
+
+    host = FakeHost()
+    for i in range(130):
+        host.replay.append(
+            Notification(
+                method="item/delta",
+                params=ItemDeltaParams(
+                    thread_id="t", turn_id="u", item_id="i", delta=f"{i:05}" * 2000
+                ),
+            )
+        )
+    pair = ConnectionPair(host)
+    cursor, seen, pages = 0, [], 0
+    while True:
+        page = pair.result(
+            "stream/resume", {"stream_id": "fake-stream", "cursor": cursor}
+        )
+        pages += 1
+        assert page.events
+        assert pair.client.receive_replay(page) == len(page.events)
+        drained = pair.client.drain()
+        seen.extend(n.cursor for n in drained)
+        pair.client.ack_cursor("fake-stream", drained[-1].cursor)
+        cursor = page.cursor
+        assert page.has_more == (cursor < 130)
+        if not page.has_more:
+            break
+    assert seen == list(range(1, 131))
+    assert pages == 2
+    too_big = Notification(
+        method="item/delta",
+        params=ItemDeltaParams(
+            thread_id="t",
+            turn_id="u",
+            item_id="i",
+            delta="x" * (1_048_576 - PAGE_OVERHEAD),
+        ),
+    )
+    with pytest.raises(ProtocolError) as raised:
+        host.replay.append(too_big)
+    assert raised.value.code == ErrorCode.LIMIT_EXCEEDED
+    assert host.replay.last_cursor == 130

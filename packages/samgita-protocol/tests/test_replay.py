@@ -284,7 +284,8 @@ class TestEviction:
             fill(Replay("s", max_bytes=3000), 1, 2000),
             fill(Replay("s", max_events=1000), 1, 10_000),
         ):
-            assert len(r._sizes) == len(r)
+            assert len(r._sizes) == len(r._events)
+            assert sum(r._sizes) == r.retained_bytes
             assert len(r._events) <= max(2 * len(r), len(r) + PAGE_SIZE) + 1
             assert r._events[r.first_cursor - r._base :] == retained(r)
             assert all(e is None for e in r._events[: r.first_cursor - r._base])

@@ -38,6 +38,7 @@ from samgita_protocol import (
     decode,
     encode,
 )
+from samgita_protocol._replay import PAGE_OVERHEAD
 from samgita_protocol._streams import ClientStreams
 
 STREAMS = ("s1", "s2", "s3")
@@ -232,6 +233,22 @@ class ReplayModel(RuleBasedStateMachine):
         # Many events at once: retention and pages beyond one chunk.
         for i in range(count):
             self.wire.append(encode(self.replays[stream].append(delta(stream, str(i)))))
+
+    @rule(stream=st.sampled_from(STREAMS), kib=st.sampled_from([64, 300, 1000, 1100]))
+    def large(self, stream: str, kib: int) -> None:
+        # Large events: pages are bounded by the message size as well as by
+        # count; an event no one-event page could carry is refused whole.
+        replay = self.replays[stream]
+        before = (replay.last_cursor, len(replay), replay.retained_bytes)
+        try:
+            sequenced = replay.append(delta(stream, "x" * (kib * 1024)))
+        except ProtocolError as e:
+            assert e.code in (ErrorCode.LIMIT_EXCEEDED, ErrorCode.MESSAGE_TOO_LARGE), e
+            assert kib * 1024 + PAGE_OVERHEAD > replay.max_message_bytes
+            assert (replay.last_cursor, len(replay), replay.retained_bytes) == before
+            event("large event refused")
+        else:
+            self.wire.append(encode(sequenced))
 
     # -- wire and consumer --------------------------------------------------------
 

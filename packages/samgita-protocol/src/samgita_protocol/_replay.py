@@ -9,7 +9,6 @@ must persist events itself.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Final, cast
 
 import msgspec
@@ -124,9 +123,8 @@ class Replay:
         # evicted (None) and dropped in bulk by _evict.
         self._events: list[Notification | None] = []
         self._base = 1
-        # Encoded sizes of the retained events, oldest first (eviction is
-        # always from the front).
-        self._sizes: deque[int] = deque()
+        # Encoded sizes, slot for slot beside _events (0 once evicted).
+        self._sizes: list[int] = []
         self._first = 1
         self._last = 0
         self._bytes = 0
@@ -193,8 +191,9 @@ class Replay:
                 ``cursor_gap`` (not the next cursor), ``limit_exceeded``
                 (the event alone is larger than ``max_bytes``, or a page of
                 it alone, :data:`PAGE_OVERHEAD` included, would pass
-                ``max_message_bytes``), and any
-                code :func:`encode` raises for an invalid notification.
+                ``max_message_bytes``), ``message_too_large`` (the event
+                alone is over ``max_message_bytes``), and any code
+                :func:`encode` raises for an invalid notification.
         """
         if not isinstance(notification, Notification):
             raise ProtocolError(
@@ -224,7 +223,7 @@ class Replay:
                 "sequenced input must continue the stream",
                 data={"expected": next_cursor, "cursor": cursor},
             )
-        wire = encode(notification)
+        wire = encode(notification, max_message_bytes=self._max_message_bytes)
         size = len(wire)
         if size > self._max_bytes:
             raise ProtocolError(
@@ -274,12 +273,14 @@ class Replay:
         ):
             # The newest event always fits both bounds, so it is never evicted.
             events[first - base] = None
-            self._bytes -= sizes.popleft()
+            self._bytes -= sizes[first - base]
+            sizes[first - base] = 0
             first += 1
         self._first = first
         dead = first - base
         if dead >= PAGE_SIZE and dead > len(events) - dead:
             del events[:dead]
+            del sizes[:dead]
             self._base = first
 
     def since(self, cursor: int, *, max_bytes: int | None = None) -> list[Notification]:
@@ -310,17 +311,14 @@ class Replay:
         upto = self._check(cursor)
         if upto == cursor:
             return []
-        sizes = self._sizes
-        # sizes[0] is the size of cursor self._first.
-        offset = cursor + 1 - self._first
+        start = cursor + 1 - self._base
         used = PAGE_OVERHEAD
         count = 0
-        for index in range(offset, offset + upto - cursor):
-            used += sizes[index] + 1
+        for size in self._sizes[start : start + upto - cursor]:
+            used += size + 1
             if used > budget:
                 break
             count += 1
-        start = cursor + 1 - self._base
         events = self._events[start : start + count]
         # Every slot in cursor+1..upto is retained, so none is None.
         return cast("list[Notification]", events)

@@ -47,7 +47,12 @@ import msgspec
 
 from ._errors import ErrorCode, ProtocolError
 from ._handler import Handler, NotificationContext, RequestContext
-from ._replay import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, Replay
+from ._replay import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Replay,
+)
 from ._schema import (
     CAPABILITY_GROUPS,
     UNSET,
@@ -112,6 +117,9 @@ class FakeHost(Handler):
         interrupt_status: what ``turn/interrupt`` answers for an in-progress
             turn: ``"interrupted"`` (default) or ``"requested"``.
         max_events, max_bytes: bounds of the `Replay` log.
+        max_message_bytes: the ``max_message_bytes`` of the `Server` that
+            serves it (1 MiB): every ``stream/resume`` page fits in one
+            message of this size.
 
     Raises:
         ValueError: an undefined group or a bad option value.
@@ -127,6 +135,7 @@ class FakeHost(Handler):
         interrupt_status: Literal["interrupted", "requested"] = "interrupted",
         max_events: int = DEFAULT_MAX_EVENTS,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         groups = tuple(dict.fromkeys(capabilities))
         unknown = [g for g in groups if g not in CAPABILITY_GROUPS]
@@ -141,7 +150,12 @@ class FakeHost(Handler):
         self.now = now
         self.complete_turns = complete_turns
         self.interrupt_status = interrupt_status
-        self.replay = Replay(stream_id, max_events=max_events, max_bytes=max_bytes)
+        self.replay = Replay(
+            stream_id,
+            max_events=max_events,
+            max_bytes=max_bytes,
+            max_message_bytes=max_message_bytes,
+        )
         #: Stored events by ``event_id`` (as first received).
         self.events: dict[str, Event] = {}
         #: Delivery attempts per ``event_id``, oldest first.
