@@ -28,3 +28,17 @@ class CloseCode(enum.IntEnum):
     """Unexpected condition in this endpoint."""
     TRY_AGAIN_LATER = 1013
     """Temporary condition (RFC 6455 registry); listener closing down connections."""
+
+
+def stream_integrity_reason(code: str) -> str | None:
+    """The close reason for a stream-integrity error of the peer, or None for any other code.
+
+    ``cursor_gap``, ``replay_conflict`` and ``foreign_stream`` mean the peer's
+    stream can no longer be trusted on this connection: it is closed with
+    1002 and this reason (at most 123 bytes, RFC 6455 section 5.5), so the
+    core's disconnect semantics apply and the caller resumes from its
+    checkpoint on a new connection.
+    """
+    if code in ("cursor_gap", "replay_conflict", "foreign_stream"):
+        return f"stream integrity: {code}; resume from the checkpoint"
+    return None

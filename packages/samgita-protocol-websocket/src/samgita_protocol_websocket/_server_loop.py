@@ -32,7 +32,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from ._auth import ConnectionInfo
-from ._codes import CloseCode
+from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger
 
 __all__ = ["AgentConnection", "run_connection"]
@@ -266,6 +266,13 @@ async def run_connection(
             try:
                 replies = server.receive(message)
             except core.ProtocolError as exc:
+                integrity = stream_integrity_reason(exc.code)
+                if integrity is not None:
+                    # A stream event the peer skipped or changed: never
+                    # swallowed; the connection ends (disconnect semantics).
+                    logger.warning("closing connection: %s", exc.code)
+                    await conn.close(CloseCode.PROTOCOL_ERROR, integrity)
+                    break
                 # Input the core could not attribute to a request: nothing to answer.
                 logger.debug("dropped unanswerable input: %s", exc.code)
                 continue

@@ -39,7 +39,7 @@ from ._checks import (
     check_ssl,
 )
 from ._client_policy import HandshakeRejected, NoRedirectConnect, check_url
-from ._codes import CloseCode
+from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger, Secret
 
 __all__ = ["Session", "connect"]
@@ -282,9 +282,16 @@ class Session:
             result = await self.request(
                 "stream/resume", {"stream_id": stream_id, "cursor": cursor}
             )
-            self._client.receive_replay(
-                result
-            )  # a no-op when receive() already ingested the page
+            try:
+                self._client.receive_replay(result)
+            except core.ProtocolError as exc:
+                integrity = stream_integrity_reason(exc.code)
+                ws = self._ws
+                if integrity is not None and ws is not None:
+                    self._owner._logger.warning("closing connection: %s", exc)
+                    with contextlib.suppress(Exception):
+                        await ws.close(CloseCode.PROTOCOL_ERROR, integrity)
+                raise
             total += len(result.events)
             await self._deliver_drained()
             if not result.has_more:
@@ -321,6 +328,15 @@ class Session:
                         await ws.close(
                             CloseCode.POLICY_VIOLATION, "notification buffer full"
                         )
+                        break
+                    integrity = stream_integrity_reason(exc.code)
+                    if integrity is not None:
+                        # A skipped, reordered or conflicting stream event is
+                        # never swallowed: the connection ends, the core's
+                        # disconnect semantics apply, and the caller resumes
+                        # from its checkpoint after reconnecting.
+                        logger.warning("closing connection: %s", exc)
+                        await ws.close(CloseCode.PROTOCOL_ERROR, integrity)
                         break
                     logger.debug("ignored peer input: %s", exc.code)
                     continue
