@@ -110,7 +110,7 @@ def test_our_client_against_node_ws_server(node_server: NodeServer) -> None:
             n = await s.next_notification(timeout=5)
             assert (n.method, n.stream_id, n.cursor) == ("thread/closed", "s1", 1)
             s.ack(n)
-            assert s.checkpoints()["streams"] == {"s1": 1}
+            assert s.checkpoints() == {"s1": 1}
             st = await s.request("project/event.status", {"event_id": "e1"})
             assert st.processing_status == "completed"
             with pytest.raises(core.ProtocolError) as err:

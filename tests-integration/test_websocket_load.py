@@ -94,7 +94,7 @@ async def _session(
         return {
             "cursors": cursors,
             "ephemeral": ephemeral,
-            "checkpoint": s.checkpoints()["streams"][turn.turn_id],
+            "checkpoint": s.checkpoints()[turn.turn_id],
         }
 
 

@@ -233,7 +233,7 @@ async def run_flow(url: str, token: str, t: Transcript) -> None:
             len(approvals) == 1,
             "the Agent's approval request reached the callback and was answered by the caller",
         )
-        checkpoint = s.checkpoints()["streams"].get(stream)
+        checkpoint = s.checkpoints().get(stream)
         t.say("..", f"checkpoint before the cut: {stream} at cursor {checkpoint}")
 
         t.step("5. cut the connection mid-stream with a mutation in flight")
@@ -313,7 +313,7 @@ async def run_flow(url: str, token: str, t: Transcript) -> None:
         )
         for n in early:
             process(n)
-        start = s.checkpoints()["streams"].get(stream, 0)
+        start = s.checkpoints().get(stream, 0)
         t.say("->", f"stream/resume {stream} from cursor {start}")
         count = await s.resume(stream)
         t.say(
@@ -331,7 +331,7 @@ async def run_flow(url: str, token: str, t: Transcript) -> None:
             f"cursors 1..{len(cursors)} contiguous: nothing lost",
         )
         t.check(
-            s.checkpoints()["streams"][stream] == cursors[-1],
+            s.checkpoints()[stream] == cursors[-1],
             "checkpoint = last processed cursor",
         )
         for item_id, item in completed_items.items():

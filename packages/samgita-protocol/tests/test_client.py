@@ -202,22 +202,18 @@ def approval_params(**changes: Any) -> dict[str, Any]:
         ({"capabilities": ALL, "host_id": ""}, ValueError, "host_id"),
         ({"capabilities": ALL, "id_generator": 3}, TypeError, "id_generator"),
         (
-            {"capabilities": ALL, "checkpoints": {"host_id": "h", "streams": {}}},
+            {"capabilities": ALL, "checkpoints": {"s": 1}},
             ValueError,
             "host_id",
         ),
         (
-            {
-                "capabilities": ALL,
-                "host_id": "h",
-                "checkpoints": {"host_id": "other", "streams": {}},
-            },
-            ValueError,
-            "host_id",
-        ),
-        (
-            {"capabilities": ALL, "host_id": "h", "checkpoints": {"s": 1}},
+            {"capabilities": ALL, "host_id": "h", "checkpoints": [("s", 1)]},
             TypeError,
+            "checkpoints",
+        ),
+        (
+            {"capabilities": ALL, "host_id": "h", "checkpoints": {"s": -1}},
+            ValueError,
             "checkpoints",
         ),
     ],
@@ -902,7 +898,7 @@ def test_receive_replay_ingests_a_correlated_page_once() -> None:
     delivered = client.drain()
     assert [n.cursor for n in delivered] == [1, 2]
     client.ack_cursor("s", 2)
-    assert client.checkpoints() == {"host_id": "h", "streams": {"s": 2}}
+    assert client.checkpoints() == {"s": 2}
 
 
 def test_receive_replay_of_an_uncorrelated_result() -> None:
@@ -1243,9 +1239,9 @@ def test_ephemeral_notifications_are_effects_and_sequenced_ones_are_buffered() -
     assert [n.cursor for n in client.drain()] == [1]
     client.ack_cursor("s", 1)
     fails(client, ErrorCode.INVALID_CURSOR, client.ack_cursor, "s", 2)
-    assert client.checkpoints()["streams"] == {"s": 1}
+    assert client.checkpoints() == {"s": 1}
     client.forget_stream("s")
-    assert client.checkpoints()["streams"] == {}
+    assert client.checkpoints() == {}
 
 
 def test_buffer_overflow_is_limit_exceeded() -> None:
@@ -1287,10 +1283,9 @@ def test_notify() -> None:
 
 
 def test_checkpoints_restore_requires_the_same_host() -> None:
-    client = Client(
-        capabilities=ALL, host_id="h", checkpoints={"host_id": "h", "streams": {"s": 4}}
-    )
-    assert client.checkpoints() == {"host_id": "h", "streams": {"s": 4}}
+    client = Client(capabilities=ALL, host_id="h", checkpoints={"s": 4})
+    assert client.checkpoints() == {"s": 4}
+    assert client.host_id == "h"
     init = client.request("connection/initialize", {}, now=0)
     [effect] = client.receive(answer(init, result=init_result(host_id="other")))
     assert (
@@ -1335,3 +1330,48 @@ def test_state_views_are_read_only() -> None:
         with pytest.raises(TypeError):
             view["x"] = request  # type: ignore[index]
     assert client.pending == {request.id: request}
+
+
+def _reinitialize(client: Client, host_id: str) -> Any:
+    client.disconnect()
+    client.reconnect()
+    init = client.request("connection/initialize", {}, now=0)
+    [effect] = client.receive(answer(init, result=init_result(host_id=host_id)))
+    return effect
+
+
+def test_reconnect_to_a_new_host_id_without_configured_host_or_positions() -> None:
+    # Default Servers draw a fresh host_id each: reconnecting must work.
+    client = ready()
+    assert client.host_id == "h"
+    effect = _reinitialize(client, "h2")
+    assert isinstance(effect, ResponseReceived)
+    assert client.host_id == "h2"
+    # A stream forgotten releases the learned host as well.
+    client.receive(delta(stream_id="s", cursor=1))
+    client.ack_cursor("s", client.drain()[0].cursor)
+    client.forget_stream("s")
+    assert isinstance(_reinitialize(client, "h3"), ResponseReceived)
+    assert client.host_id == "h3"
+
+
+def test_learned_host_id_is_enforced_while_positions_or_events_are_held() -> None:
+    client = ready()
+    client.receive(delta(stream_id="s", cursor=1))  # buffered, from host "h"
+    effect = _reinitialize(client, "h2")
+    assert isinstance(effect, ErrorReceived)
+    assert effect.error.code == ErrorCode.HOST_MISMATCH
+    assert client.host_id == "h"
+    client.ack_cursor("s", client.drain()[0].cursor)  # a position, no buffer
+    effect = _reinitialize(client, "h2")
+    assert isinstance(effect, ErrorReceived)
+    assert effect.error.code == ErrorCode.HOST_MISMATCH
+    assert isinstance(_reinitialize(client, "h"), ResponseReceived)
+
+
+def test_configured_host_id_is_always_enforced() -> None:
+    client = ready(host_id="h")
+    effect = _reinitialize(client, "h2")
+    assert isinstance(effect, ErrorReceived)
+    assert effect.error.code == ErrorCode.HOST_MISMATCH
+    assert client.host_id == "h"

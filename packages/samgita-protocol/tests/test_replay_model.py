@@ -132,9 +132,7 @@ class ClientConsumer:
         self.client = Client(
             capabilities=["streaming.v1"],
             host_id="h",
-            checkpoints=None
-            if checkpoints is None
-            else {"host_id": "h", "streams": checkpoints},
+            checkpoints=checkpoints,
             max_buffered_notifications=buffer,
         )
         self.connect()
@@ -172,9 +170,8 @@ class ClientConsumer:
         self.client.ack_cursor(stream, cursor)
 
     def checkpoints(self) -> dict[str, int]:
-        saved = self.client.checkpoints()
-        assert saved["host_id"] == "h"
-        return dict(saved["streams"])
+        assert self.client.host_id == "h"
+        return self.client.checkpoints()
 
     @property
     def buffered(self) -> int:

@@ -175,10 +175,15 @@ class Client:
         id_generator: ``id_generator(generation, n) -> str`` for request ids
             instead of ``f"c{generation}-{n}"``; an id it returns that is in
             use is ``conflict`` (it is not asked again).
-        host_id: the authenticated host; the initialize result's ``host_id``
-            must equal it (``host_mismatch``). Required with ``checkpoints``.
-        checkpoints: a mapping from :meth:`checkpoints` to restore after a
-            process restart (``{"host_id": ..., "streams": {...}}``).
+        host_id: the authenticated host; every initialize result's
+            ``host_id`` must equal it (``host_mismatch``). Required with
+            ``checkpoints``. Without it the first host's ``host_id`` is
+            learned and enforced only while the client holds stream
+            positions or buffered events from that host; otherwise a new
+            connection may reach a host with another ``host_id``.
+        checkpoints: the ``dict[str, int]`` of :meth:`checkpoints` (stream id
+            to processed cursor) to restore after a process restart; they
+            belong to ``host_id``, which must be given.
         max_outstanding_requests, max_uncertain_commands,
         max_incoming_requests, max_buffered_notifications, max_completed,
         max_streams, max_stream_hashes, max_message_bytes: the bounds of
@@ -194,6 +199,7 @@ class Client:
     __slots__ = (
         "_capabilities",
         "_connection_id",
+        "_configured_host",
         "_host_id",
         "_incoming",
         "_limits",
@@ -219,7 +225,7 @@ class Client:
         versions: Collection[str] = (SCHEMA_VERSION,),
         id_generator: Callable[[int, int], str] | None = None,
         host_id: str | None = None,
-        checkpoints: Mapping[str, Any] | None = None,
+        checkpoints: Mapping[str, int] | None = None,
         max_outstanding_requests: int | None = None,
         max_uncertain_commands: int | None = None,
         max_incoming_requests: int | None = None,
@@ -278,6 +284,7 @@ class Client:
         self._required = required
         self._versions = version_list
         self._host_id = checked_host
+        self._configured_host = checked_host
         self._limits = limits
         self._max_bytes = limits.max_message_bytes
         self._outbox = Outbox(
@@ -306,27 +313,14 @@ class Client:
     def _restore(checkpoints: object, host_id: str | None) -> Mapping[str, int] | None:
         if checkpoints is None:
             return None
-        if not isinstance(checkpoints, Mapping) or set(checkpoints) != {
-            "host_id",
-            "streams",
-        }:
+        if not isinstance(checkpoints, Mapping):
             raise TypeError(
-                "expected checkpoints to be a mapping from Client.checkpoints() "
-                f'({{"host_id": ..., "streams": ...}}), got: {checkpoints!r}'
+                "expected checkpoints to be the dict[str, int] of "
+                f"Client.checkpoints(), got: {checkpoints!r}"
             )
         if host_id is None:
             raise ValueError("expected host_id to be given with checkpoints, got: None")
-        if checkpoints["host_id"] != host_id:
-            raise ValueError(
-                f"expected checkpoints to belong to host_id {host_id!r}, "
-                f"got checkpoints of host: {checkpoints['host_id']!r}"
-            )
-        streams = checkpoints["streams"]
-        if not isinstance(streams, Mapping):
-            raise TypeError(
-                f"expected checkpoints['streams'] to be a mapping, got: {streams!r}"
-            )
-        return streams
+        return checkpoints
 
     def __repr__(self) -> str:
         return (
@@ -364,7 +358,9 @@ class Client:
 
     @property
     def host_id(self) -> str | None:
-        """The configured or (after initialization) the host's ``host_id``."""
+        """The configured or (after initialization) the host's ``host_id``:
+        persist it beside :meth:`checkpoints` and pass both back as
+        ``Client(host_id=..., checkpoints=...)``."""
         return self._host_id
 
     @property
@@ -757,7 +753,7 @@ class Client:
             offer = self._offer
             assert offer is not None
             try:
-                check_initialize(offer, outcome, host_id=self._host_id)
+                check_initialize(offer, outcome, host_id=self._expected_host())
             except ProtocolError as exc:
                 outcome = exc
         # -- no failure below this line --
@@ -779,6 +775,16 @@ class Client:
         self._connection_id = result.connection_id
         self._host_id = result.host_id
         return [ResponseReceived(request, result)]
+
+    def _expected_host(self) -> str | None:
+        # The host_id an initialize result must carry: the configured one,
+        # else the learned one while positions or buffered events from that
+        # host are held; otherwise any host is accepted.
+        if self._configured_host is not None:
+            return self._configured_host
+        if self._streams.buffered or self._streams.checkpoints():
+            return self._host_id
+        return None
 
     def _refusal(self, request: Request) -> ProtocolError | None:
         method = request.method
@@ -1063,12 +1069,12 @@ class Client:
         """
         self._streams.forget(stream_id)
 
-    def checkpoints(self) -> dict[str, Any]:
-        """The processed positions to persist, scoped to the host:
-        ``{"host_id": host_id, "streams": {stream_id: cursor}}``. Restore with
-        ``Client(host_id=..., checkpoints=...)``; never restore another
-        host's map."""
-        return {"host_id": self._host_id, "streams": self._streams.checkpoints()}
+    def checkpoints(self) -> dict[str, int]:
+        """The processed position of every tracked stream, to persist:
+        ``{stream_id: cursor}``. They belong to :attr:`host_id`: persist it
+        beside them and restore with ``Client(host_id=..., checkpoints=...)``;
+        never restore another host's map."""
+        return self._streams.checkpoints()
 
 
 def _echo(request: Request, *, result: Any = _UNSET, error: Any = _UNSET) -> Response:
