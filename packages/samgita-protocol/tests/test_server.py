@@ -22,6 +22,7 @@ from samgita_protocol._schema import (
     CancelParams,
     CancelResult,
     EventReceiveResult,
+    EventStatusResult,
     ItemDeltaParams,
     Notification,
     Request,
@@ -380,6 +381,33 @@ class Inbox(Handler):
             acceptance="durable",
             processing_status="pending",
         )
+
+
+class StatusInbox(Inbox):
+    def handle_request(self, method: str, params: Any, context: RequestContext) -> Any:
+        if method == "project/event.status":
+            return EventStatusResult(
+                event_id=params.event_id,
+                acceptance="durable",
+                processing_status="pending",
+            )
+        return super().handle_request(method, params, context)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_only_a_durable_server_may_report_durable_status(durable: bool) -> None:
+    pair = ConnectionPair(
+        StatusInbox(),
+        capabilities=["project_events.v1"],
+        server_options={"durable": durable},
+    )
+    [effect] = pair.call("project/event.status", {"event_id": EVENT["event_id"]})
+    if durable:
+        assert isinstance(effect, ResponseReceived)
+        assert effect.result.acceptance == "durable"
+    else:
+        assert isinstance(effect, ErrorReceived)
+        assert effect.error.code == ErrorCode.INTERNAL_ERROR
 
 
 @pytest.mark.parametrize("durable", [False, True])

@@ -184,7 +184,8 @@ class Server:
             it.
         connection_id: this connection's identity (random when not given).
         durable: whether this host's inbox commits events; only then may the
-            handler answer ``project/event.receive`` with ``durable``.
+            handler answer ``acceptance: durable`` (``project/event.receive``
+            and ``project/event.status``).
         positions: processed positions of sequenced notifications from the
             peer (from `positions`), restored after a restart.
         id_generator: ``f(generation, n) -> id`` for server-initiated
@@ -674,11 +675,8 @@ class Server:
             result = None if plan is None else checked_result(plan, outcome)
             if result is None:  # not the shortcut's case: the general check
                 result = decode_result(request.method, outcome)
-            if (
-                spec.name == "project/event.receive"
-                and result.acceptance == "durable"
-                and not self._durable
-            ):
+            # Every result carrying acceptance (event.receive, event.status).
+            if not self._durable and getattr(result, "acceptance", None) == "durable":
                 return _internal(request)
             check_result(request, result, now=now, origin="local")
             response = Response(
