@@ -123,3 +123,85 @@ def test_cursor_gap_from_the_peer_closes_1002_and_the_mutation_turns_uncertain()
         assert seen_close == [CloseCode.PROTOCOL_ERROR]
 
     asyncio.run(asyncio.wait_for(main(), 20))
+
+
+async def _turn_run_while_away(state: AgentState, s: Any) -> tuple[str, list[int]]:
+    """Start a turn, cut the connection at once, let the turn finish, reconnect."""
+    thread = (await s.request("thread/start", {}, command_id="a")).thread
+    turn = (
+        await s.request(
+            "turn/start",
+            {"thread_id": thread.thread_id, "input": [{"type": "text", "text": "x"}]},
+            command_id="b",
+        )
+    ).turn
+    s.abort()
+    await s.wait_disconnected()
+    while state.turns[turn.turn_id].turn.status == "in_progress":
+        await asyncio.sleep(0.02)
+    await s.reconnect()
+    return turn.turn_id, []
+
+
+def _take_all(s: Any, into: list[int]) -> None:
+    for n in s.take_notifications():
+        if n.cursor is not core.UNSET:
+            into.append(n.cursor)
+            s.ack(n)
+
+
+def test_resume_larger_than_the_notification_queue_returns_and_loses_nothing() -> None:
+    state = AgentState(message_deltas=20, delta_interval=0.0, approval_timeout=0.1)
+
+    async def main() -> None:
+        async with serve(
+            FakeAgent.factory(state), host="127.0.0.1", token="tok"
+        ) as lis:
+            async with connect(
+                lis.url, token="tok", capabilities=GROUPS, max_notifications=10
+            ) as s:
+                stream_id, cursors = await _turn_run_while_away(state, s)
+                last = state.turns[stream_id].replay.last_cursor
+                assert last > 20
+                # Returns although the caller has taken nothing yet.
+                held = await asyncio.wait_for(s.resume(stream_id), 5)
+                assert held >= 1
+                _take_all(s, cursors)
+                assert cursors == list(range(1, last + 1))
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_cancelled_resume_loses_no_event_and_a_second_resume_continues() -> None:
+    state = AgentState(message_deltas=150, delta_interval=0.0, approval_timeout=0.1)
+
+    async def main() -> None:
+        async with serve(
+            FakeAgent.factory(state), host="127.0.0.1", token="tok"
+        ) as lis:
+            async with connect(
+                lis.url,
+                token="tok",
+                capabilities=GROUPS,
+                max_notifications=10,
+                client_options={"max_buffered_notifications": 130},
+            ) as s:
+                stream_id, cursors = await _turn_run_while_away(state, s)
+                last = state.turns[stream_id].replay.last_cursor
+                assert last > 260  # more than two pages of 128
+                # The second page does not fit the core's buffer until the
+                # caller takes notifications: the caller gives up instead.
+                with pytest.raises(TimeoutError):
+                    await asyncio.wait_for(s.resume(stream_id), 1.0)
+                _take_all(s, cursors)
+                assert cursors and cursors == list(range(1, len(cursors) + 1))
+                while cursors[-1] < last:
+                    task = asyncio.create_task(s.resume(stream_id))
+                    while not task.done():
+                        _take_all(s, cursors)
+                        await asyncio.sleep(0.01)
+                    await task
+                    _take_all(s, cursors)
+                assert cursors == list(range(1, last + 1))
+
+    asyncio.run(asyncio.wait_for(main(), 30))

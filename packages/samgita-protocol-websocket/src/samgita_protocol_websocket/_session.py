@@ -72,6 +72,8 @@ class Session:
         # end-of-session marker always fits.
         self._notifications: asyncio.Queue[Any] = asyncio.Queue()
         self._room = asyncio.Event()
+        # Set whenever the caller takes or acknowledges a notification.
+        self._progress = asyncio.Event()
         self._callbacks: set[asyncio.Task[None]] = set()
         self._lost = asyncio.Event()
         self._closing = False
@@ -229,10 +231,10 @@ class Session:
         """
         while True:
             item = await self._notifications.get()
-            self._room.set()
             if item is _CLOSED:
                 self._notifications.put_nowait(_CLOSED)
                 return
+            self._taken()
             yield item
 
     def take_notifications(self) -> list[Any]:
@@ -240,10 +242,10 @@ class Session:
         taken: list[Any] = []
         while not self._notifications.empty():
             item = self._notifications.get_nowait()
-            self._room.set()
             if item is _CLOSED:
                 self._notifications.put_nowait(_CLOSED)
                 break
+            self._taken()
             taken.append(item)
         return taken
 
@@ -251,10 +253,10 @@ class Session:
         """Wait for the next notification (``TimeoutError`` after ``timeout`` seconds; ``EOFError`` once closed)."""
         async with asyncio.timeout(timeout):
             item = await self._notifications.get()
-        self._room.set()
         if item is _CLOSED:
             self._notifications.put_nowait(_CLOSED)
             raise EOFError("session closed")
+        self._taken()
         return item
 
     def ack(self, notification: Any) -> None:
@@ -266,25 +268,63 @@ class Session:
         cursor = getattr(notification, "cursor", None)
         if isinstance(stream_id, str) and isinstance(cursor, int):
             self._client.ack_cursor(stream_id, cursor)
+            self._progress.set()
 
     async def resume(self, stream_id: str, *, cursor: int | None = None) -> int:
         """Resume ``stream_id`` from its checkpoint (or ``cursor``) page by page; returns the events the pages held.
 
         Each page is a ``stream/resume`` request whose result goes through
-        ``Client.receive_replay`` (duplicate and gap checks); the events
-        arrive on :meth:`notifications`.  Raises ``ProtocolError``
-        (``replay_gap`` when the Agent no longer retains the checkpoint).
+        ``Client.receive_replay`` (duplicate and gap checks) into the core's
+        bounded stream buffer; the events arrive on :meth:`notifications`.
+        Only what fits in the notification queue is taken out of the core;
+        the rest stays in the core's buffer and moves to the queue as the
+        caller takes notifications, so ``resume`` returns without waiting for
+        the caller to consume a page that fits the core's buffer.  When the
+        next page does not fit (``max_buffered_notifications``), ``resume``
+        waits for the caller to take notifications first.  Cancelling it
+        loses nothing: what the core still buffers stays there, and a later
+        ``resume`` from the checkpoint continues.  Raises ``ProtocolError``
+        (``replay_gap`` when the Agent no longer retains the checkpoint; the
+        stream-integrity codes ``cursor_gap``, ``replay_conflict`` and
+        ``foreign_stream`` after closing the connection with 1002).
         """
         if cursor is None:
-            cursor = self.checkpoints()["streams"].get(stream_id, 0)
+            cursor = self._checkpoint(stream_id)
         total = 0
         while True:
             result = await self.request(
                 "stream/resume", {"stream_id": stream_id, "cursor": cursor}
             )
+            await self._ingest_page(result)
+            total += len(result.events)
+            self._move()
+            if not result.has_more:
+                return total
+            cursor = result.cursor
+
+    def _checkpoint(self, stream_id: str) -> int:
+        checkpoints = self._client.checkpoints()
+        streams = checkpoints.get("streams")
+        if isinstance(streams, Mapping):  # the {"host_id", "streams"} form
+            checkpoints = streams
+        cursor = checkpoints.get(stream_id, 0)
+        return cursor if isinstance(cursor, int) else 0
+
+    async def _ingest_page(self, result: Any) -> None:
+        while True:
+            self._progress.clear()
             try:
                 self._client.receive_replay(result)
+                return
             except core.ProtocolError as exc:
+                if self._must_wait(exc, result):
+                    # The page does not fit the core's bounds yet (nothing
+                    # was buffered: receive_replay is atomic): wait until
+                    # the caller takes or acknowledges notifications, then
+                    # offer the same page again.
+                    await self._progress.wait()
+                    self._move()
+                    continue
                 integrity = stream_integrity_reason(exc.code)
                 ws = self._ws
                 if integrity is not None and ws is not None:
@@ -292,23 +332,59 @@ class Session:
                     with contextlib.suppress(Exception):
                         await ws.close(CloseCode.PROTOCOL_ERROR, integrity)
                 raise
-            total += len(result.events)
-            await self._deliver_drained()
-            if not result.has_more:
-                return total
-            cursor = result.cursor
+
+    def _must_wait(self, exc: core.ProtocolError, result: Any) -> bool:
+        if exc.code != core.ErrorCode.LIMIT_EXCEEDED:
+            return False
+        data = exc.data or {}
+        limit = data.get("limit")
+        if limit == "max_buffered_notifications":
+            # Room comes only from handing buffered events to the caller.
+            return bool(self._client.buffered)
+        if limit == "max_stream_hashes":
+            # Room comes from the caller acknowledging what it received; a
+            # page larger than the bound never fits.
+            bound = data.get("max")
+            return not isinstance(bound, int) or len(result.events) <= bound
+        return False
+
+    def _move(self) -> None:
+        # Hand the caller as many buffered stream events as the queue has
+        # room for; the rest stay in the core's bounded buffer.  Never take
+        # out of the core what cannot be queued at once.
+        if self._closing or not self._client.buffered:
+            return
+        room = self._owner._max_notifications - self._notifications.qsize()
+        if room > 0:
+            for notification in self._client.drain(max=room):
+                self._notifications.put_nowait(notification)
+
+    def _taken(self) -> None:
+        # The caller took one notification: refill from the core, wake waiters.
+        self._move()
+        self._room.set()
+        self._progress.set()
+
+    async def _wait_room(self) -> None:
+        while self._notifications.qsize() >= self._owner._max_notifications:
+            self._room.clear()
+            await self._room.wait()
 
     async def _put(self, notification: Any) -> None:
         # While max_notifications wait, the reader stops here, so the socket
         # is not read and TCP slows the Agent down; nothing is dropped.
-        while self._notifications.qsize() >= self._owner._max_notifications:
-            self._room.clear()
-            await self._room.wait()
+        await self._flush()
+        await self._wait_room()
         self._notifications.put_nowait(notification)
 
-    async def _deliver_drained(self) -> None:
-        for notification in self._client.drain():
-            await self._put(notification)
+    async def _flush(self) -> None:
+        # Everything the core buffers goes to the queue before the reader
+        # reads on (arrival order; backpressure while the queue is full).
+        while True:
+            self._move()
+            if self._closing or not self._client.buffered:
+                return
+            await self._wait_room()
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -342,7 +418,7 @@ class Session:
                     continue
                 for effect in effects:
                     await self._dispatch(effect)
-                await self._deliver_drained()
+                await self._flush()
         except ConnectionClosed:
             pass
         finally:
