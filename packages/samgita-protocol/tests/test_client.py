@@ -557,6 +557,31 @@ def test_invalid_result_of_a_mutation_is_held_uncertain() -> None:
     assert client.receive(answer(request, result={"thread": {"thread_id": "t"}})) == []
 
 
+def test_remote_internal_error_of_a_mutation_is_held_uncertain() -> None:
+    client = ready()
+    request = start_thread(client)
+    error = {"code": "internal_error", "message": "internal error"}
+    [effect] = client.receive(answer(request, error=error))
+    assert isinstance(effect, ErrorReceived)
+    assert (effect.error.code, effect.error.origin) == (
+        ErrorCode.INTERNAL_ERROR,
+        "remote",
+    )
+    assert client.uncertain == {request.id: request}
+    assert client.uncertain_reason(request.id) == "internal_error"
+    client.resolve_uncertain(request.id, "applied")
+    assert client.uncertain == {}
+    # Another remote error settles a mutation plainly; a read is never held.
+    other = start_thread(client, 2)
+    [effect] = client.receive(
+        answer(other, error={"code": "conflict", "message": "changed"})
+    )
+    assert isinstance(effect, ErrorReceived) and client.uncertain == {}
+    read = client.request("request/cancel", {"request_id": "x"})
+    [effect] = client.receive(answer(read, error=error))
+    assert isinstance(effect, ErrorReceived) and client.uncertain == {}
+
+
 def test_invalid_result_of_a_read_is_not_uncertain() -> None:
     client = ready()
     request = client.request("thread/read", {"thread_id": "thr-1"})

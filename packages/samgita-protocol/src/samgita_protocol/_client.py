@@ -391,8 +391,9 @@ class Client:
         return MappingProxyType(self._outbox.uncertain)
 
     def uncertain_reason(self, request_id: str) -> str | None:
-        """Why ``request_id`` is uncertain (``"disconnect"``, ``"timeout"`` or
-        ``"invalid_result"``), or ``None`` when it is not."""
+        """Why ``request_id`` is uncertain (``"disconnect"``, ``"timeout"``,
+        ``"invalid_result"`` or ``"internal_error"``: a remote internal error
+        answered the mutation), or ``None`` when it is not."""
         return self._outbox.uncertain_reasons.get(request_id)
 
     @property

@@ -282,15 +282,15 @@ class Outbox:
     def settle(self, entry: Pending, outcome: Any, key: ContentKey) -> None:
         """Ends a matched request (cannot fail). A mutation whose result was
         invalid (a ``peer`` error) is held in ``uncertain``: the peer may have
-        performed it."""
+        performed it; so is one answered with a remote ``internal_error``
+        (the host may have applied the effect before failing)."""
         request_id = entry.request.id
         self._finish(request_id, entry, key)
-        if (
-            entry.mutation
-            and isinstance(outcome, ProtocolError)
-            and outcome.origin == "peer"
-        ):
-            self._hold(request_id, entry.request, "invalid_result")
+        if entry.mutation and isinstance(outcome, ProtocolError):
+            if outcome.origin == "peer":
+                self._hold(request_id, entry.request, "invalid_result")
+            elif outcome.code == ErrorCode.INTERNAL_ERROR:
+                self._hold(request_id, entry.request, "internal_error")
 
     def _finish(self, request_id: str, entry: Pending, key: ContentKey) -> None:
         del self.pending[request_id]
