@@ -138,6 +138,18 @@ def test_approval_binding() -> None:
         assert info.value.code == code
     validate_result(req, {**good, "decision": "deny"}, now=after)
     assert isinstance(req.params, ApprovalRequestParams)
+    # Exact JSON content: true, 1 and 1.0 are different actions.
+    for bound, other in [(True, 1), (1, 1.0), (1.0, True), (False, 0)]:
+        flagged = {**ACTION, "details": {"recursive": bound}}
+        req = request(
+            "approval/request",
+            {"approval_id": "a", "action": flagged, "deadline": "2030-01-01T00:00:00Z"},
+        )
+        validate_result(req, {**good, "action": flagged}, now=before)
+        result = {**good, "action": {**ACTION, "details": {"recursive": other}}}
+        with pytest.raises(ProtocolError) as info:
+            validate_result(req, result, now=before)
+        assert info.value.code == ErrorCode.APPROVAL_MISMATCH
 
 
 def _page(

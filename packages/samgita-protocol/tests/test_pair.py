@@ -613,3 +613,34 @@ def test_streaming_resume_pages_of_large_events_fit_in_one_message() -> None:
         host.replay.append(too_big)
     assert raised.value.code == ErrorCode.LIMIT_EXCEEDED
     assert host.replay.last_cursor == 130
+
+
+def test_approval_binding_compares_exact_json_content() -> None:
+    # Python's True == 1 == 1.0; the bound action is compared as JSON.
+    pair = ConnectionPair()
+    flagged = {**ACTION, "details": {"recursive": True}}
+    request = pair.fake.request_approval(
+        pair.server, approval_id="ap9", action=flagged, deadline=FUTURE, now=0.0
+    )
+    [effect] = pair.to_client(request)
+    assert isinstance(effect, RequestReceived)
+    numeric = {**ACTION, "details": {"recursive": 1}}
+    with pytest.raises(ProtocolError) as mismatch:
+        pair.client.reply(
+            effect.request,
+            {"approval_id": "ap9", "action": numeric, "decision": "approve"},
+        )
+    assert (mismatch.value.code, mismatch.value.origin) == (
+        ErrorCode.APPROVAL_MISMATCH,
+        "local",
+    )
+    # A peer that answers with the numeric action anyway (built by hand).
+    raw = (
+        b'{"schema_version":"1.0","type":"response","id":"%s","correlation_id":"%s",'
+        b'"result":{"approval_id":"ap9","action":{"kind":"shell.exec",'
+        b'"description":"rm -rf build","details":{"recursive":1}},"decision":"approve"}}'
+    ) % (request.id.encode(), request.correlation_id.encode())
+    assert pair.server.receive(raw) == []
+    [(_, outcome)] = pair.fake.responses
+    assert isinstance(outcome, ProtocolError)
+    assert (outcome.code, outcome.origin) == (ErrorCode.APPROVAL_MISMATCH, "peer")

@@ -231,8 +231,23 @@ def _cancel(params: Any, result: Any, now: datetime | None, origin: Origin) -> N
     _same(result.request_id, params.request_id, "request_id", origin)
 
 
+def _same_json(left: Any, right: Any) -> bool:
+    # Exact JSON content: Python's == says True == 1 == 1.0, JSON does not.
+    if left != right:
+        return False
+    try:
+        return _SORTED.encode(left) == _SORTED.encode(right)
+    except (TypeError, ValueError):
+        return False
+
+
+_SORTED: Final = msgspec.json.Encoder(order="sorted")
+
+
 def _approval(params: Any, result: Any, now: datetime | None, origin: Origin) -> None:
-    if result.approval_id != params.approval_id or result.action != params.action:
+    if result.approval_id != params.approval_id or not _same_json(
+        result.action, params.action
+    ):
         raise _error(
             ErrorCode.APPROVAL_MISMATCH,
             "the decision is not bound to the requested approval_id and action",
