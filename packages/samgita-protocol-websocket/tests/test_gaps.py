@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -205,3 +206,102 @@ def test_cancelled_resume_loses_no_event_and_a_second_resume_continues() -> None
                 assert cursors == list(range(1, last + 1))
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_request_whose_send_fails_raises_the_cores_protocol_error() -> None:
+    # A peer that stops reading after initialize: sends time out.
+    stop = asyncio.Event()
+
+    async def raw_server(ws: Any) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            async for text in ws:
+                msg = json.loads(text)
+                if msg["method"] == "connection/initialize":
+                    await ws.send(_init_response(msg))
+                    ws.transport.pause_reading()
+                    await stop.wait()
+                    ws.transport.abort()
+
+    async def one(s: Any, i: int, payload: str) -> Any:
+        event = core.Event(
+            event_id=f"e{i}",
+            delivery_attempt_id="a",
+            created_at="2026-12-03T10:00:00Z",
+            correlation_id="c",
+            event_type="t",
+            payload={"b": payload},
+        )
+        try:
+            await s.request(
+                "project/event.receive", {"event": event}, command_id=f"cmd{i}"
+            )
+        except BaseException as exc:  # noqa: BLE001 - the kind is the assertion
+            return exc
+        return None
+
+    async def main() -> None:
+        async with ws_serve(raw_server, "127.0.0.1", 0, max_size=None) as srv:
+            port = srv.sockets[0].getsockname()[1]
+            async with connect(
+                f"ws://127.0.0.1:{port}/app-server",
+                token="tok",
+                capabilities=["project_events.v1"],
+                send_timeout=0.5,
+                write_limit=1024,
+                close_timeout=0.5,
+            ) as s:
+                payload = "x" * 900_000
+                outcomes = await asyncio.gather(
+                    *(one(s, i, payload) for i in range(24))
+                )
+                kinds = {type(o).__name__ for o in outcomes}
+                assert kinds == {"ProtocolError"}, kinds
+                assert {o.code for o in outcomes} == {
+                    core.ErrorCode.AMBIGUOUS_DISCONNECT
+                }
+                assert len(s.uncertain) == 24
+                assert not s.connected
+                stop.set()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_reader_treats_a_failed_reply_as_the_disconnect() -> None:
+    # The peer sends a request the client refuses (a group not negotiated)
+    # and closes at once: the reader's own reply fails; it must not escape.
+    async def raw_server(ws: Any) -> None:
+        async for text in ws:
+            msg = json.loads(text)
+            if msg["method"] == "connection/initialize":
+                await ws.send(_init_response(msg))
+                for i in range(20):
+                    await ws.send(
+                        json.dumps(
+                            {
+                                "schema_version": "1.0",
+                                "type": "request",
+                                "id": f"s{i}",
+                                "correlation_id": f"s{i}",
+                                "method": "request/cancel",
+                                "params": {"request_id": "x"},
+                            }
+                        )
+                    )
+                ws.transport.abort()
+                return
+
+    async def main() -> None:
+        async with ws_serve(raw_server, "127.0.0.1", 0) as srv:
+            port = srv.sockets[0].getsockname()[1]
+            async with connect(
+                f"ws://127.0.0.1:{port}/app-server",
+                token="tok",
+                capabilities=["sessions.v1"],
+            ) as s:
+                reader = s._reader
+                assert reader is not None
+                await s.wait_disconnected()
+                await asyncio.sleep(0)
+                assert reader.done() and reader.exception() is None
+
+    asyncio.run(asyncio.wait_for(main(), 20))

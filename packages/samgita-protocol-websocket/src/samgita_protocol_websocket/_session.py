@@ -173,16 +173,41 @@ class Session:
         ``ProtocolError``: the peer's typed error (origin ``remote``), a
         refusal of the core (origin ``local``), ``ambiguous_disconnect`` when
         the socket ends or the wait times out on a mutation (it stays in
-        :attr:`uncertain`), ``disconnected`` / ``timeout`` for reads.
+        :attr:`uncertain`), ``disconnected`` / ``timeout`` for reads.  That
+        holds when the send itself fails too (the peer is not reading, the
+        socket closed): the connection is ended and the error the core's
+        disconnect gives this request is raised, never a bare
+        ``ConnectionError``.
         """
         request = self._client.request(method, params, now=time.monotonic(), **envelope)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[request.id] = future
+        lost = self._lost
         try:
-            await self._send(request)
+            try:
+                await self._send(request)
+            except ConnectionError:
+                # The message may have reached the peer in part or whole: the
+                # outcome is the core's to say.  End the socket; the reader's
+                # disconnect settles the future (ambiguous_disconnect for a
+                # mutation, disconnected for a read).
+                if not future.done():
+                    self._cut()
+                    if self._reader is None or self._reader.done():
+                        if self._client.state.value != "disconnected":
+                            self._settle(self._client.disconnect())
+                    else:
+                        await lost.wait()
+                if not future.done():
+                    raise
             return await future
         finally:
             self._waiting.pop(request.id, None)
+
+    def _cut(self) -> None:
+        ws = self._ws
+        if ws is not None and ws.transport is not None:
+            ws.transport.abort()
 
     async def notify(self, method: str, params: Any, **envelope: Any) -> Any:
         """Send a notification (``Client.notify``); returns it. Raises ``ProtocolError``, ``ConnectionError``."""
@@ -216,8 +241,14 @@ class Session:
 
     async def _abort_not_reading(self, ws: ClientConnection) -> None:
         self._owner._logger.warning("closing connection: peer is not reading")
-        with contextlib.suppress(Exception):
-            await ws.close(CloseCode.POLICY_VIOLATION, "peer is not reading")
+        # The close frame is best effort: a peer that does not read will not
+        # read it either, so wait no longer than close_timeout, then drop TCP.
+        try:
+            async with asyncio.timeout(self._owner._close_timeout):
+                await ws.close(CloseCode.POLICY_VIOLATION, "peer is not reading")
+        except Exception:
+            if ws.transport is not None:
+                ws.transport.abort()
 
     # -- notifications -------------------------------------------------------------------
 
@@ -419,7 +450,9 @@ class Session:
                 for effect in effects:
                     await self._dispatch(effect)
                 await self._flush()
-        except ConnectionClosed:
+        except (ConnectionClosed, ConnectionError):
+            # ConnectionError: a reply the reader sent itself failed (the
+            # socket is ending); either way this is the disconnect.
             pass
         finally:
             self.close_code = ws.close_code
