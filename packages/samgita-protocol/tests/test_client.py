@@ -1400,3 +1400,67 @@ def test_configured_host_id_is_always_enforced() -> None:
     assert isinstance(effect, ErrorReceived)
     assert effect.error.code == ErrorCode.HOST_MISMATCH
     assert client.host_id == "h"
+
+
+@pytest.mark.parametrize("form", ["dict", "raw"])
+def test_a_message_handed_in_with_plain_params_is_decoded_to_the_struct(
+    form: str,
+) -> None:
+    from samgita_protocol._schema import (
+        ApprovalRequestParams,
+        ItemDeltaParams,
+        Notification,
+    )
+
+    client = ready()
+    params: Any = approval_params()
+    if form == "raw":
+        params = msgspec.Raw(json.dumps(params).encode())
+    message = Request(
+        id="s1-1", correlation_id="s1-1", method="approval/request", params=params
+    )
+    [effect] = client.receive(message)
+    assert isinstance(effect, RequestReceived)
+    assert isinstance(effect.request.params, ApprovalRequestParams)
+    response = client.reply(
+        effect.request,
+        {"approval_id": "apr-1", "action": ACTION, "decision": "deny"},
+    )
+    assert response.id == "s1-1" and client.incoming == {}
+    delta_params: Any = {"thread_id": "t", "turn_id": "u", "item_id": "i", "delta": "x"}
+    if form == "raw":
+        delta_params = msgspec.Raw(json.dumps(delta_params).encode())
+    [effect] = client.receive(Notification(method="item/delta", params=delta_params))
+    assert isinstance(effect, NotificationReceived)
+    assert isinstance(effect.notification.params, ItemDeltaParams)
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        {**ACTION, "details": {1: "x"}},
+        {**ACTION, "details": {"x": ("a",)}},
+        {**ACTION, "details": {"x": b"a"}},
+        {**ACTION, "details": {"x": float("nan")}},
+        {**ACTION, "description": "\ud800"},
+    ],
+)
+def test_non_json_values_in_a_handed_in_message_are_local(action: Any) -> None:
+    client = ready()
+    before = snapshot(client)
+    message = Request(
+        id="s1-1",
+        correlation_id="s1-1",
+        method="approval/request",
+        params=approval_params(action=action),
+    )
+    with pytest.raises(ProtocolError) as raised:
+        client.receive(message)
+    error = raised.value
+    assert error.code in (
+        ErrorCode.INVALID_KEY,
+        ErrorCode.INVALID_FIELD,
+        ErrorCode.INVALID_UTF8,
+    )
+    assert error.origin == "local"
+    assert snapshot(client) == before

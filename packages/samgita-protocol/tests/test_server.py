@@ -247,6 +247,64 @@ def test_a_message_handed_in_decoded_is_validated_like_its_json() -> None:
     assert len(spy.calls) == 1
 
 
+@pytest.mark.parametrize(
+    "params", [{"request_id": "z"}, msgspec.Raw(b'{"request_id":"z"}')]
+)
+def test_a_message_handed_in_with_plain_params_reaches_the_handler_as_a_struct(
+    params: Any,
+) -> None:
+    spy = Spy()
+    server = ready(spy)
+    message = Request(
+        id="r7", correlation_id="r7", method="request/cancel", params=params
+    )
+    [response] = server.receive(message)
+    assert response.result.request_id == "z"
+    [(_, got, context)] = spy.calls
+    assert got == CancelParams(request_id="z")
+    assert context.id == "r7"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"request_id": "z", 1: "x"},
+        {"request_id": ("z",)},
+        {"request_id": b"z"},
+        {"request_id": "\ud800"},
+        {"request_id": "z", "extra": float("nan")},
+    ],
+)
+def test_non_json_values_in_a_caller_built_message_are_local_and_unanswered(
+    params: Any,
+) -> None:
+    spy = Spy()
+    server = ready(spy)
+    before = snapshot(server)
+    message = Request(
+        id="r8", correlation_id="r8", method="request/cancel", params=params
+    )
+    with pytest.raises(ProtocolError) as raised:
+        server.receive(message)
+    assert raised.value.origin == "local"
+    assert raised.value.code in (
+        ErrorCode.INVALID_KEY,
+        ErrorCode.INVALID_FIELD,
+        ErrorCode.INVALID_UTF8,
+    )
+    assert spy.calls == [] and snapshot(server) == before
+    # A schema violation stays the peer's and is answered.
+    [response] = server.receive(
+        Request(
+            id="r9",
+            correlation_id="r9",
+            method="request/cancel",
+            params={"request_id": "z", "extra": 1},
+        )
+    )
+    assert response.error.code == "unknown_field"
+
+
 # -- handler failures ----------------------------------------------------------------
 
 

@@ -48,6 +48,7 @@ from samgita_protocol._effects import (
     SendMessage,
 )
 from samgita_protocol._errors import ErrorCode, ProtocolError
+from samgita_protocol._given import given_message
 from samgita_protocol._hotpath import (
     RESPONSE_PREFIX,
     RESULT_PLANS,
@@ -680,12 +681,11 @@ class Client:
             except ProtocolError as exc:
                 raise exc if exc.origin == "peer" else exc.with_origin("peer") from None
         elif isinstance(data, (Request, Response, Notification)):
+            # Validated as if it had arrived as its JSON and decoded from it
+            # (params the method's Struct); values no JSON decoder produces
+            # are the caller's own bug (local), the rest the peer's.
             wire = None
-            try:
-                encode(data, max_message_bytes=max_bytes)
-            except ProtocolError as exc:
-                raise exc.with_origin("peer") from None
-            message = data
+            message = given_message(data, max_bytes)
         else:
             raise TypeError(
                 f"expected bytes, str or a Message, got: {type(data).__name__}"

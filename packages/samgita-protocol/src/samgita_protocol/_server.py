@@ -27,6 +27,7 @@ import msgspec
 from ._codec import decode, decode_checked, encode, encode_unchecked
 from ._contract import check_result, wall_clock
 from ._errors import ErrorCode, ProtocolError
+from ._given import given_message
 from ._handler import (
     Handler,
     NotificationContext,
@@ -472,16 +473,18 @@ class Server:
                 return [response]
         else:
             # A Message the caller decoded: validated as if it had arrived as
-            # its JSON (size included); its violations are the peer's.
+            # its JSON (size included) and decoded from it (params the
+            # method's Struct); its schema violations are the peer's, values
+            # no JSON decoder produces the caller's own (local, unanswered).
             try:
-                encode(data, max_message_bytes=self._limits.max_message_bytes)  # type: ignore[arg-type]
+                message = given_message(data, max_bytes)  # type: ignore[arg-type]
             except ProtocolError as error:
-                error = error.with_origin("peer")
+                if error.origin == "local":
+                    raise
                 response = self._recover(data, error)
                 if response is None:
                     raise error from None
                 return [response]
-            message = data  # type: ignore[assignment]
         if type(message) is Request:
             return self._receive_request(message, wire, now)
         if type(message) is Response:
