@@ -4,8 +4,6 @@ groups, ErrorCode / ProtocolError and Event.retry."""
 from __future__ import annotations
 
 import pickle
-import re
-from pathlib import Path
 
 import msgspec
 import pytest
@@ -172,21 +170,8 @@ def test_event_retry_preserves_every_field_but_the_attempt() -> None:
 # -- errors ----------------------------------------------------------------------------------
 
 
-def _doc_codes() -> list[str] | None:
-    for parent in Path(__file__).resolve().parents:
-        doc = parent / "docs" / "protocol.md"
-        if doc.is_file():
-            text = doc.read_text()
-            section = text[text.index("## 7. Error codes") : text.index("## 8.")]
-            return re.findall(r"^\| `([a-z_0-9]+)` \|", section, flags=re.M)
-    return None
-
-
-def test_error_codes_are_exactly_those_of_the_contract() -> None:
-    codes = _doc_codes()
-    if codes is None:
-        pytest.skip("docs/protocol.md is not beside this package (installed wheel)")
-    assert [code.value for code in sp.ErrorCode] == codes
+# ErrorCode against docs/protocol.md section 7: tests-integration/test_docs_parity.py
+# (the contract document is not beside an installed wheel).
 
 
 def test_error_code_values() -> None:
