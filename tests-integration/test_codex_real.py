@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import secrets
 import socket
 import sys
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 
 import msgspec
 import pytest
+from peers import node_binary
 from samgita_protocol import (
     ApprovalRequestParams,
     ApprovalRequestResult,
@@ -62,6 +64,13 @@ rec = _load("record_codex")
 tool = sys.modules["gen_codex_types"]
 
 
+def _path() -> str:
+    """PATH for the Codex processes: node's own directory first (the npm
+    launcher is a node script; node need not be in /usr/bin), then the
+    system directories, nothing else of the caller's environment."""
+    return os.pathsep.join([str(Path(node_binary()).parent), "/usr/bin", "/bin"])
+
+
 def _binary() -> Path:
     binary = tool.codex_binary()
     tool.check_codex_version(binary)
@@ -97,7 +106,7 @@ class Codex:
                 "--ws-auth", "capability-token", "--ws-token-file", str(token_file),
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL, cwd=self.cwd, start_new_session=True,
-                env={"PATH": "/usr/bin:/bin", "HOME": str(self.home), "CODEX_HOME": str(self.home)},
+                env={"PATH": _path(), "HOME": str(self.home), "CODEX_HOME": str(self.home)},
             )  # fmt: skip
             for _ in range(200):
                 if (
@@ -110,7 +119,7 @@ class Codex:
 
     async def open(self) -> Link:
         if self.kind == "stdio":
-            env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home)}
+            env = {"PATH": _path(), "HOME": str(self.home)}
             return await CodexStdio.start(
                 binary=_binary(), codex_home=self.home, cwd=self.cwd, env=env
             )
@@ -124,7 +133,6 @@ class Codex:
 
     async def stop(self) -> None:
         if self.server is not None:
-            import os
             import signal
 
             try:
