@@ -1464,3 +1464,21 @@ def test_non_json_values_in_a_handed_in_message_are_local(action: Any) -> None:
     )
     assert error.origin == "local"
     assert snapshot(client) == before
+
+
+def test_receive_replay_accepts_the_response_as_well_as_the_result() -> None:
+    client = ready()
+    request = client.request("stream/resume", {"stream_id": "s", "cursor": 0})
+    data = answer(request, result=page("s", [1, 2]))
+    [effect] = client.receive(data)
+    assert isinstance(effect, ResponseReceived)
+    response = msgspec.json.decode(data, type=Response)
+    assert client.receive_replay(response) == 2
+    # Ingested once, whichever form named it.
+    fails(client, ErrorCode.UNCORRELATED_REPLAY, client.receive_replay, response)
+    fails(client, ErrorCode.UNCORRELATED_REPLAY, client.receive_replay, effect.result)
+    assert [n.cursor for n in client.drain()] == [1, 2]
+    error = Response(
+        id="x", correlation_id="x", error={"code": "not_found", "message": "no"}
+    )
+    fails(client, ErrorCode.UNCORRELATED_REPLAY, client.receive_replay, error)

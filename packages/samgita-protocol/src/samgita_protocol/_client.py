@@ -69,6 +69,7 @@ from samgita_protocol._schema import (
     Response,
     StreamResumeResult,
     convert_params,
+    decode_result,
 )
 from samgita_protocol._streams import ClientStreams
 from samgita_protocol._windows import INLINE_BYTES, FifoWindow
@@ -1007,9 +1008,10 @@ class Client:
 
     # -- streams ------------------------------------------------------------------------
 
-    def receive_replay(self, result: StreamResumeResult) -> int:
+    def receive_replay(self, response_or_result: Response | StreamResumeResult) -> int:
         """Ingests the events of a correlated ``stream/resume`` result (one
-        this client returned as ``ResponseReceived``) through the same
+        this client returned as ``ResponseReceived``, or the ``Response``
+        that carried it) through the same
         buffer, duplicate and gap checks as live notifications. Atomic: on
         error nothing is buffered (drain, acknowledge and call again with the
         same result). Each result is ingested once. Continue with the next
@@ -1022,6 +1024,16 @@ class Client:
             ProtocolError: ``uncorrelated_replay`` (local), ``replay_conflict``
                 and ``cursor_gap`` (peer), ``limit_exceeded`` (local).
         """
+        result: object = response_or_result
+        if isinstance(result, Response):
+            try:
+                result = (
+                    None
+                    if result.result is _UNSET
+                    else decode_result("stream/resume", result.result)
+                )
+            except ProtocolError:
+                result = None  # not a page at all
         if not isinstance(result, StreamResumeResult):
             raise ProtocolError(
                 ErrorCode.UNCORRELATED_REPLAY,
