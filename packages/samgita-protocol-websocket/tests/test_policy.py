@@ -4,9 +4,7 @@ redirects, custom authenticators, backpressure, disconnect and reconnect."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import ssl
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -221,21 +219,17 @@ def test_redirect_is_an_error_never_followed() -> None:
     asyncio.run(main())
 
 
-def _make_cert(tmp: Path) -> tuple[Path, Path]:
-    if shutil.which("openssl") is None:
-        pytest.fail("openssl is needed to make a test certificate")
-    cert, key = tmp / "cert.pem", tmp / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
+# A committed self-signed certificate for localhost / 127.0.0.1 (valid until 2125), a test
+# fixture with no secrecy: see tests/certs/README.md.
+CERTS = Path(__file__).resolve().parent / "certs"
 
 
-def test_wss_verifies_peer_by_default(tmp_path: Path) -> None:
-    cert, key = _make_cert(tmp_path)
+def _test_cert() -> tuple[Path, Path]:
+    return CERTS / "test-only-localhost.pem", CERTS / "test-only-localhost.key"
+
+
+def test_wss_verifies_peer_by_default() -> None:
+    cert, key = _test_cert()
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_ctx.load_cert_chain(cert, key)
 
