@@ -109,8 +109,10 @@ class Session:
         """
         self._client.resolve_uncertain(request_id, outcome)
 
-    def checkpoints(self) -> dict[str, Any]:
-        """Processed stream positions to persist (``Client.checkpoints()``)."""
+    def checkpoints(self) -> dict[str, int]:
+        """Processed stream positions to persist (``Client.checkpoints()``,
+        ``{stream_id: cursor}``); persist ``session.client.host_id`` beside
+        them and pass both back as ``host_id=`` and ``checkpoints=``."""
         return self._client.checkpoints()  # type: ignore[no-any-return]
 
     async def wait_disconnected(self) -> None:
@@ -334,11 +336,7 @@ class Session:
             cursor = result.cursor
 
     def _checkpoint(self, stream_id: str) -> int:
-        checkpoints = self._client.checkpoints()
-        streams = checkpoints.get("streams")
-        if isinstance(streams, Mapping):  # the {"host_id", "streams"} form
-            checkpoints = streams
-        cursor = checkpoints.get(stream_id, 0)
+        cursor = self._client.checkpoints().get(stream_id, 0)
         return cursor if isinstance(cursor, int) else 0
 
     async def _ingest_page(self, result: Any) -> None:
