@@ -305,3 +305,111 @@ def test_reader_treats_a_failed_reply_as_the_disconnect() -> None:
                 assert reader.done() and reader.exception() is None
 
     asyncio.run(asyncio.wait_for(main(), 20))
+
+
+async def _raw_initialized_peer(port: int, conns: list[Any]) -> Any:
+    """A raw-socket client that upgrades, initializes and then never reads."""
+    import socket
+
+    from rawws import TEXT, frame, upgrade_headers
+
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    lines = [
+        "GET /app-server HTTP/1.1",
+        "Host: x",
+        *(f"{k}: {v}" for k, v in upgrade_headers("tok")),
+    ]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+    assert b" 101 " in await reader.readuntil(b"\r\n\r\n")
+    init = (
+        '{"schema_version":"1.0","type":"request","id":"1","correlation_id":"1",'
+        '"method":"connection/initialize","params":{"versions":["1.0"],'
+        '"capabilities":["sessions.v1","streaming.v1"]}}'
+    )
+    writer.write(frame(TEXT, init.encode()))
+    for _ in range(300):
+        if conns and conns[0]._server is not None and conns[0].server.state != "new":
+            break
+        await asyncio.sleep(0.01)
+    return writer
+
+
+def test_listener_writer_send_is_bounded_by_send_timeout_and_one_send_at_a_time() -> (
+    None
+):
+    from samgita_protocol_websocket._server_loop import NOT_READING
+
+    conns: list[Any] = []
+    concurrent = [0, 0]  # now, maximum
+
+    def make(info: Any) -> Any:
+        conns.append(info.connection)
+        return factory()(info)
+
+    async def main() -> None:
+        async with serve(
+            make,
+            host="127.0.0.1",
+            token="tok",
+            send_timeout=0.5,
+            write_limit=1024,
+            ping_interval=None,
+        ) as lis:
+            writer = await _raw_initialized_peer(lis.port, conns)
+            conn = conns[0]
+            real_send = conn._ws.send
+
+            calls = [0]
+
+            async def counting_send(*args: Any, **kwargs: Any) -> Any:
+                concurrent[0] += 1
+                concurrent[1] = max(concurrent)
+                calls[0] += 1
+                try:
+                    if calls[0] == 1:
+                        # The first (direct) send is slow, so the others
+                        # queue and the writer is the one that gets stuck.
+                        await asyncio.sleep(0.2)
+                    return await real_send(*args, **kwargs)
+                finally:
+                    concurrent[0] -= 1
+
+            conn._ws.send = counting_send
+            delta = core.ItemDeltaParams(
+                thread_id="t", turn_id="u", item_id="i", delta="x" * 200_000
+            )
+            # Far fewer than max_outbound_messages (256): every producer is
+            # queued at once, so only the writer's own send can notice.
+            small = core.ItemDeltaParams(
+                thread_id="t", turn_id="u", item_id="i", delta="x"
+            )
+            tasks = [asyncio.create_task(conn.notify("item/delta", small))]
+            tasks += [
+                asyncio.create_task(conn.notify("item/delta", delta)) for _ in range(19)
+            ]
+            outcomes = await asyncio.wait_for(
+                asyncio.gather(*tasks, return_exceptions=True), 5
+            )
+            # Producers queued before the close return; the one sending and
+            # any that found the queue closed learn the reason.
+            assert all(
+                isinstance(o, ConnectionError) or not isinstance(o, BaseException)
+                for o in outcomes
+            ), outcomes
+            for _ in range(300):
+                if conn.closed:
+                    break
+                await asyncio.sleep(0.01)
+            # The direct send succeeded: the close came from the writer's
+            # own bounded send, with the not-reading reason.
+            assert not isinstance(outcomes[0], BaseException)
+            assert conn.closed
+            assert conn.close_reason == NOT_READING
+            assert concurrent[1] == 1
+            writer.transport.abort()
+
+    asyncio.run(asyncio.wait_for(main(), 30))

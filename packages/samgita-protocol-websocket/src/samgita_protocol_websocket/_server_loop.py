@@ -67,8 +67,14 @@ class AgentConnection:
         self._logger = logger
         self._server: Any = None
         self._closed = asyncio.Event()
-        # True while some task is inside ws.send (the writer or a direct sender).
-        self._busy = False
+        # Messages taken for sending and not yet sent (by the writer or a
+        # direct sender); a producer sends directly only when it is 0 and
+        # the queue is empty, so order is kept.
+        self._inflight = 0
+        # Held by whoever is inside ws.send: one message at a time beyond
+        # the queue, so at most max_outbound_messages + 1 wait in this
+        # process (plus write_limit bytes in websockets).
+        self._send_lock = asyncio.Lock()
         self._close_reason: str | None = None
 
     def __repr__(self) -> str:
@@ -145,21 +151,15 @@ class AgentConnection:
 
     async def _enqueue(self, data: bytes) -> None:
         self._check_open()
-        if not self._busy and self._queue.empty():
+        if self._inflight == 0 and self._queue.empty():
             # Nothing is waiting and nobody is writing: send from this task and
             # save the hop through the writer task (order is kept, since the
             # queue is empty and this producer waits for its own send).
-            self._busy = True
+            self._inflight += 1
             try:
-                async with asyncio.timeout(self._send_timeout):
-                    await self._ws.send(data, text=True)
-            except TimeoutError:
-                await self._not_reading()
-            except ConnectionClosed:
-                self._closed.set()
-                raise ConnectionError("connection closed") from None
+                await self._send(data)
             finally:
-                self._busy = False
+                self._inflight -= 1
             return
         try:
             self._queue.put_nowait(data)
@@ -172,7 +172,22 @@ class AgentConnection:
         except TimeoutError:
             await self._not_reading()
 
+    async def _send(self, data: bytes) -> None:
+        # One message in ws.send at a time, bounded by send_timeout.
+        async with self._send_lock:
+            self._check_open()
+            try:
+                async with asyncio.timeout(self._send_timeout):
+                    await self._ws.send(data, text=True)
+            except TimeoutError:
+                await self._not_reading()
+            except ConnectionClosed:
+                self._closed.set()
+                raise ConnectionError("connection closed") from None
+
     async def _not_reading(self) -> None:
+        if self._close_reason == NOT_READING:
+            raise ConnectionError(NOT_READING)  # another sender closed it already
         self._logger.warning("closing connection: %s", NOT_READING)
         self._close_reason = NOT_READING
         self._closed.set()
@@ -190,14 +205,15 @@ class AgentConnection:
             data = await self._queue.get()
             if data is None:
                 return
-            self._busy = True
+            self._inflight += 1
             try:
-                await self._ws.send(data, text=True)
-            except ConnectionClosed:
-                self._closed.set()
+                # Bounded like a direct send: a peer that does not read is
+                # closed with the not-reading reason after send_timeout.
+                await self._send(data)
+            except ConnectionError:
                 return
             finally:
-                self._busy = False
+                self._inflight -= 1
 
 
 def default_capabilities(handler: Any) -> tuple[str, ...]:
