@@ -45,10 +45,51 @@ def _hatch() -> dict[str, object]:
     return tomllib.loads((ROOT / "hatch.toml").read_text(encoding="utf-8"))
 
 
+# Pins of the other hatch environments (tools beyond the dev set).
+OTHER_PINS = {
+    "mcp": "2.3.0",
+    "datamodel-code-generator": "0.89.0",
+}
+# The build backend every package builds with: the one the pinned hatch
+# brings (tools/hatch-constraints.txt).
+HATCHLING = "hatchling==1.33.0"
+
+
 def test_dev_environment_pins_exactly() -> None:
     envs = _hatch()["envs"]
     assert isinstance(envs, dict)
     assert _pins(envs["default"]["dependencies"]) == DEV_PINS
+
+
+def test_every_hatch_environment_pins_exactly() -> None:
+    envs = _hatch()["envs"]
+    assert isinstance(envs, dict)
+    known = DEV_PINS | OTHER_PINS
+    for name, env in envs.items():
+        pins = _pins(env.get("dependencies", []))  # every entry an exact pin
+        for dist, version in pins.items():
+            assert dist in known, f"[envs.{name}]: {dist} is not a known pin"
+            assert version == known[dist], f"[envs.{name}]: {dist}=={version}"
+        if "template" in env:
+            assert env["template"] in envs, name
+    assert _pins(envs["codegen"]["dependencies"]) == {
+        "datamodel-code-generator": "0.89.0"
+    }
+    assert _pins(envs["bench"]["dependencies"])["mcp"] == "2.3.0"
+    assert _pins(envs["lint"]["dependencies"]) == {"ruff": DEV_PINS["ruff"]}
+    test_env = _pins(envs["hatch-test"]["dependencies"])
+    assert test_env == {k: DEV_PINS[k] for k in test_env}
+    assert envs["hatch-test"]["default-args"] == []
+
+
+def test_build_backend_is_pinned_to_the_hatchling_of_the_pinned_hatch() -> None:
+    constraints = (ROOT / "tools" / "hatch-constraints.txt").read_text("utf-8")
+    assert HATCHLING in constraints.splitlines()
+    for directory in PACKAGE_DIRS:
+        project = tomllib.loads((directory / "pyproject.toml").read_text("utf-8"))
+        system = project["build-system"]
+        assert system["requires"] == [HATCHLING], directory
+        assert system["build-backend"] == "hatchling.build", directory
 
 
 def test_msgspec_pin_is_the_floor_of_the_core_range() -> None:
