@@ -413,3 +413,35 @@ def test_listener_writer_send_is_bounded_by_send_timeout_and_one_send_at_a_time(
             writer.transport.abort()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_fake_agent_closes_1011_when_a_stream_event_cannot_be_sent() -> None:
+    def make(info: Any) -> Any:
+        conn = info.connection
+        real = conn.send_message
+
+        async def refusing(message: Any) -> None:
+            if getattr(message, "method", None) == "item/delta":
+                raise core.ProtocolError(core.ErrorCode.MESSAGE_TOO_LARGE, "too big")
+            await real(message)
+
+        conn.send_message = refusing
+        return factory()(info)
+
+    async def main() -> None:
+        async with serve(make, host="127.0.0.1", token="tok") as lis:
+            async with connect(lis.url, token="tok", capabilities=GROUPS) as s:
+                thread = (await s.request("thread/start", {}, command_id="a")).thread
+                await s.request(
+                    "turn/start",
+                    {
+                        "thread_id": thread.thread_id,
+                        "input": [{"type": "text", "text": "x"}],
+                    },
+                    command_id="b",
+                )
+                await asyncio.wait_for(s.wait_disconnected(), 5)
+                assert s.close_code == CloseCode.INTERNAL_ERROR
+                assert s.close_reason == "cannot send item/delta: message_too_large"
+
+    asyncio.run(asyncio.wait_for(main(), 20))

@@ -39,6 +39,7 @@ import msgspec
 import samgita_protocol as core
 
 from ._auth import ConnectionInfo
+from ._codes import CloseCode
 from ._listener import serve
 from ._server_loop import AgentConnection
 
@@ -303,8 +304,16 @@ class FakeAgent(core.Handler):
             message = notification if "streaming.v1" in negotiated else ephemeral
             try:
                 await conn.send_message(message)
-            except (ConnectionError, core.ProtocolError):
+            except ConnectionError:
                 entry.subscribers.discard(conn)
+            except core.ProtocolError as exc:
+                # The stream cannot go on on this connection without a hole:
+                # end it (1011) rather than silently stop sending, so the
+                # client reconnects and resumes from its checkpoint.
+                entry.subscribers.discard(conn)
+                await conn.close(
+                    CloseCode.INTERNAL_ERROR, f"cannot send {method}: {exc.code}"
+                )
 
     async def _pause(self) -> None:
         await asyncio.sleep(self.state.delta_interval)
