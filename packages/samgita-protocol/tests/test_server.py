@@ -956,10 +956,15 @@ def test_a_raising_response_callback_does_not_break_the_server() -> None:
         correlation_id=request.id,
         result=CancelResult(request_id="a", cancel_status="requested"),
     )
+    assert server.callback_failures == 0
     assert server.receive(wire(reply)) == []
     assert len(spy.outcomes) == 1 and server.outstanding == {}
+    assert server.callback_failures == 1  # settled once, the failure counted
+    assert server.receive(wire(reply)) == []  # a duplicate: not delivered again
+    assert len(spy.outcomes) == 1 and server.callback_failures == 1
     server.request("request/cancel", {"request_id": "b"}, now=0.0)
     assert len(server.disconnect()) == 1
+    assert len(spy.outcomes) == 2 and server.callback_failures == 2
 
 
 def test_expire_and_request_timeout() -> None:

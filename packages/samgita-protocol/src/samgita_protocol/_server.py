@@ -212,6 +212,7 @@ class Server:
     """
 
     __slots__ = (
+        "_callback_failures",
         "_capabilities",
         "_connection_id",
         "_durable",
@@ -302,6 +303,7 @@ class Server:
             "connection_id", connection_id
         ) or "conn-" + secrets.token_hex(12)
         self._durable = durable
+        self._callback_failures = 0
         self._limits = limits
         self._positions = ServerPositions(
             max_streams=limits.max_streams
@@ -363,6 +365,14 @@ class Server:
     def host_id(self) -> str:
         """This host's identity, sent in the initialize result."""
         return self._host_id
+
+    @property
+    def callback_failures(self) -> int:
+        """How many ``Handler.handle_response`` calls raised an exception.
+
+        Such a request is settled all the same (its outcome is handed to
+        the callback once, never again); the exception itself is not kept."""
+        return self._callback_failures
 
     @property
     def durable(self) -> bool:
@@ -721,8 +731,10 @@ class Server:
     def _respond(self, request: Request, outcome: Any) -> None:
         try:
             self._handler.handle_response(request, outcome)
-        except Exception:  # noqa: S110 (documented: the request is settled either way)
-            pass
+        except Exception:
+            # The request is settled either way (never delivered twice); the
+            # failure is counted, not lost (Server.callback_failures).
+            self._callback_failures += 1
 
     # -- incoming notifications -------------------------------------------------------
 
