@@ -123,3 +123,98 @@ def test_token_never_appears(caplog: pytest.LogCaptureFixture) -> None:
     assert "connection open" in everything  # ... and DEBUG/INFO records were captured
     assert TOKEN not in everything
     assert WRONG not in everything
+
+
+_HOSTILE_REQUESTS = {
+    # request targets without a leading "/", absolute form, HTTP/1.0
+    "noslash": b"GET app-server?access_token=SECRET-noslash HTTP/1.1\r\nHost: x\r\n\r\n",
+    "star": b"GET *?token=SECRET-star HTTP/1.1\r\nHost: x\r\n\r\n",
+    "absolute": b"GET http://127.0.0.1/x?token=SECRET-absolute HTTP/1.1\r\nHost: x\r\n\r\n",
+    "http10": b"GET /app-server?access_token=SECRET-http10 HTTP/1.0\r\nHost: x\r\n\r\n",
+    "badmethod": b"POST /app-server?token=SECRET-badmethod HTTP/1.1\r\nHost: x\r\n\r\n",
+    # credentials in headers a custom authenticator may read
+    "headers": (
+        b"GET /app-server HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        b"X-Api-Token: SECRET-xapitoken\r\nProxy-Authorization:SECRET-proxy\r\n"
+        b"Authorization: Bearer SECRET-bearer\r\n\r\n"
+    ),
+}
+
+
+def _raw(port: int, data: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(data)
+        out = b""
+        try:
+            while True:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                out += chunk
+        except TimeoutError:
+            pass
+        return out
+
+
+def test_custom_authenticator_no_secret_registered_still_nothing_leaks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # With a custom authenticator the listener knows no secret value to
+    # scrub: only the patterns (credential headers, query strings) protect.
+    capture = Capture()
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(capture)
+    root.setLevel(logging.DEBUG)
+    texts: list[str] = []
+
+    async def authenticator(request: Any) -> object | None:
+        texts.append(repr(request))
+        if request.authorization == ("Bearer SECRET-custom-ok",):
+            return {"user": "ok"}
+        return False
+
+    async def main() -> None:
+        state = AgentState(message_deltas=2, delta_interval=0.0)
+        async with serve(
+            FakeAgent.factory(state),
+            host="127.0.0.1",
+            authenticator=authenticator,
+            handshake_timeout=1,
+        ) as listener:
+            async with connect(
+                listener.url, token="SECRET-custom-ok", capabilities=["sessions.v1"]
+            ) as s:
+                texts.extend([repr(s), repr(s.client)])
+                await s.request("thread/start", {}, command_id="c1")
+            try:
+                async with connect(
+                    listener.url,
+                    token="SECRET-custom-bad",
+                    capabilities=["sessions.v1"],
+                ):
+                    pass
+            except HandshakeRejected as exc:
+                texts.extend(
+                    [str(exc), repr(exc), "".join(traceback.format_exception(exc))]
+                )
+                assert exc.status == 401
+            for data in _HOSTILE_REQUESTS.values():
+                status = (await asyncio.to_thread(_raw, listener.port, data)).split(
+                    b"\r\n", 1
+                )[0]
+                assert status.startswith(b"HTTP/1.1 4") or status == b"", status
+            await asyncio.sleep(0.2)
+
+    try:
+        asyncio.run(main())
+    finally:
+        root.removeHandler(capture)
+        root.setLevel(old_level)
+    everything = "\n".join(
+        texts + capture.texts + [r.getMessage() for r in caplog.records]
+    )
+    assert "connection open" in everything
+    assert "GET" in everything  # the hostile request lines were logged ...
+    assert "SECRET" not in everything  # ... with nothing secret in them

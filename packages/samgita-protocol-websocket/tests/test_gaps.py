@@ -445,3 +445,28 @@ def test_fake_agent_closes_1011_when_a_stream_event_cannot_be_sent() -> None:
                 assert s.close_reason == "cannot send item/delta: message_too_large"
 
     asyncio.run(asyncio.wait_for(main(), 20))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "< GET app-server?access_token=LEAK HTTP/1.1",
+        "< GET *?token=LEAK HTTP/1.1",
+        "< GET http://127.0.0.1/x?token=LEAK HTTP/1.1",
+        "< GET /app-server?access_token=LEAK HTTP/1.0",
+        "< X-Api-Token: LEAK",
+        "< Proxy-Authorization:LEAK",
+        "< X-Auth-Token: LEAK",
+    ],
+)
+def test_redact_text_query_without_leading_slash_and_token_headers(line: str) -> None:
+    from samgita_protocol_websocket import redact_text
+
+    assert "LEAK" not in redact_text(line)
+
+
+def test_redact_text_keeps_ordinary_text() -> None:
+    from samgita_protocol_websocket import redact_text
+
+    text = "< Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ== | is it? yes"
+    assert redact_text(text) == text

@@ -21,12 +21,18 @@ __all__ = ["REDACTED", "RedactingLogger", "Secret", "redact_text"]
 REDACTED: Final = "[redacted]"
 
 # Header names whose values are credentials (RFC 9110 section 11.6, RFC 6265).
+# Also any header whose name says it carries a token, secret or API key
+# (X-Api-Token, X-Auth-Token, X-Secret, ...).
 _CREDENTIAL_HEADERS: Final = re.compile(
-    r"(?im)\b(authorization|proxy-authorization|cookie|set-cookie|x-api-key)(\s*:\s*)[^\r\n]*"
+    r"(?im)\b(authorization|proxy-authorization|cookie|set-cookie|x-api-key"
+    r"|[a-z0-9-]*(?:token|secret|api-key|auth)[a-z0-9-]*)(\s*:\s*)[^\r\n]*"
 )
 # A request target's query string may carry a token (RFC 6750 section 2.3); we
-# refuse such requests, and must not log the token while refusing them.
-_QUERY: Final = re.compile(r"(/[^\s?]*)\?[^\s'\"]*")
+# refuse such requests, and must not log the token while refusing them.  The
+# path before the "?" is optional and may be anything without spaces: origin
+# form "/app-server?...", but also "app-server?...", "*?..." and absolute
+# form "http://host/x?..." that a hostile client may send.
+_QUERY: Final = re.compile(r"([^\s?'\"]*)\?[^\s'\"]+")
 # Bearer credentials wherever they appear in free text.
 _BEARER: Final = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]+=*")
 
