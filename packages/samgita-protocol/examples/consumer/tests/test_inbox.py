@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 from samgita_protocol import (
     Client,
@@ -131,7 +132,15 @@ def test_reports_status_and_management_acceptance() -> None:
     [status] = connection.call("project/event.status", {"event_id": "evt-1"})
     assert status.result.processing_status == "completed"
     managed = {**report, "management_request": {"transition": "task.close"}}
-    [effect] = connection.call("project/event.report", managed, command_id="cmd-3")
+    [conflict] = connection.call("project/event.report", managed, command_id="cmd-3")
+    assert conflict.error.code == ErrorCode.CONFLICT
+    assert conflict.error.data == {"event_id": "evt-1"}
+    [again] = connection.call("project/event.report", report, command_id="cmd-4")
+    assert again.result.report_status == "recorded"  # the same report again
+    other = msgspec.structs.replace(EVENT, event_id="evt-2")
+    connection.call("project/event.receive", {"event": other}, command_id="cmd-5")
+    managed = {**managed, "event_id": "evt-2"}
+    [effect] = connection.call("project/event.report", managed, command_id="cmd-6")
     assert effect.result.management_acceptance == "rejected"
 
 

@@ -113,6 +113,41 @@ def test_an_uncertain_report_is_applied_once_the_host_recorded_an_outcome() -> N
     assert resolution == Resolution(report, "applied")
 
 
+@pytest.mark.parametrize("recorded", [None, "failed"])
+def test_an_uncertain_report_is_not_applied_unless_its_own_outcome_is_recorded(
+    recorded: str | None,
+) -> None:
+    inbox = Inbox()
+    client = Client(capabilities=GROUPS)
+    server = connect(client, inbox)
+    deliver(
+        client,
+        server,
+        client.request("project/event.receive", {"event": EVENT}, command_id="cmd-1"),
+    )
+    if recorded is not None:  # another report got there first
+        deliver(
+            client,
+            server,
+            client.request(
+                "project/event.report",
+                {"event_id": "evt-1", "outcome": recorded, "summary": "other"},
+                command_id="cmd-0",
+            ),
+        )
+    report = client.request(
+        "project/event.report",
+        {"event_id": "evt-1", "outcome": "completed", "summary": "done"},
+        command_id="cmd-2",
+    )  # never reaches the host
+    lose_the_connection(client, server)
+    server = connect(client, inbox)
+    reconciler = Reconciler(client)
+    [query] = reconciler.queries()
+    [resolution] = [reconciler.settle(e) for e in deliver(client, server, query)]
+    assert resolution == Resolution(report, "not_applied")
+
+
 def test_a_query_that_ends_without_an_answer_resolves_nothing() -> None:
     inbox = Inbox()
     client = Client(capabilities=GROUPS)

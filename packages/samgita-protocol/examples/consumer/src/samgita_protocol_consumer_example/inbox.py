@@ -15,7 +15,9 @@ What a host must add on top of the protocol library, in a few lines:
 * **Honest acknowledgements.** Acceptance is ``received`` (this inbox lives
   in memory, it is not durable); reports are ``recorded``, with management
   acceptance ``not_requested``, or ``rejected`` when a transition is
-  requested (a consumer has no authority over the project).
+  requested (a consumer has no authority over the project). An event has
+  one report: the same report again is recorded again, a different one is
+  ``conflict``.
 
 A real host keeps these maps in its database and writes the receipt in the
 same transaction as the effect; here they are dictionaries.
@@ -78,8 +80,8 @@ class Inbox(Handler):
 
         Raises:
             ProtocolError: ``conflict`` (changed content under a known
-                ``event_id`` or ``command_id``), ``not_found`` (an unknown
-                event).
+                ``event_id`` or ``command_id``, or a different second report
+                of an event), ``not_found`` (an unknown event).
         """
         command_id = context.command_id
         if command_id is None:  # project/event.status, a read
@@ -144,6 +146,17 @@ class Inbox(Handler):
         if params.event_id not in self.events:
             raise ProtocolError(
                 ErrorCode.NOT_FOUND, "unknown event", data={"event_id": params.event_id}
+            )
+        recorded = self.reports.get(params.event_id)
+        if recorded is not None and _CANONICAL.encode(recorded) != _CANONICAL.encode(
+            params
+        ):
+            # One outcome per event: a different second report would make the
+            # recorded outcome (and a reconciler's evidence) ambiguous.
+            raise ProtocolError(
+                ErrorCode.CONFLICT,
+                "event already has a different report",
+                data={"event_id": params.event_id},
             )
         self.reports[params.event_id] = params
         requested = params.management_request is not msgspec.UNSET

@@ -11,8 +11,10 @@ Client it drives:
    on the new, initialized connection);
 2. `Reconciler.settle` takes each effect the Client returns; for the answer to
    a query it calls ``Client.resolve_uncertain`` and returns a `Resolution`:
-   ``applied`` when the host knows the event (for a report: when it recorded
-   an outcome), ``not_applied`` when it answers ``not_found``. Any other end
+   ``applied`` when the host knows the event (for a report: when the
+   recorded outcome is the report's own ``outcome``; the host keeps one
+   report per event), ``not_applied`` when it answers ``not_found`` (or, for
+   a report, shows no outcome or another one). Any other end
    of the query (a timeout, another disconnect) resolves nothing; ask again.
 3. For a ``not_applied`` delivery, `redelivery` builds the next delivery
    attempt of the same event (``Event.retry``: a fresh
@@ -104,7 +106,10 @@ class Reconciler:
             return None
         if isinstance(effect, ResponseReceived):
             status = effect.result.processing_status
-            applied = command.method == "project/event.receive" or status != "pending"
+            params: Any = command.params
+            applied = (
+                command.method == "project/event.receive" or status == params.outcome
+            )
             outcome: Literal["applied", "not_applied"] = (
                 "applied" if applied else "not_applied"
             )
