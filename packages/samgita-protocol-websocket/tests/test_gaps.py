@@ -470,3 +470,39 @@ def test_redact_text_keeps_ordinary_text() -> None:
 
     text = "< Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ== | is it? yes"
     assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "name"),
+    [
+        (
+            {"server_options": {"max_outstanding_requests": -1}},
+            ValueError,
+            "server_options",
+        ),
+        ({"server_options": {"bogus": 1}}, TypeError, "server_options"),
+        (
+            {"server_options": {"capabilities": ["sessions.v1"]}},
+            TypeError,
+            "server_options",
+        ),
+        ({"server_options": {"request_timeout": "soon"}}, TypeError, "server_options"),
+        ({"capabilities": ["bogus.v1"]}, ValueError, "capabilities"),
+        ({"capabilities": [1]}, TypeError, "capabilities"),
+    ],
+)
+def test_serve_checks_core_server_arguments_at_construction(
+    kwargs: dict[str, Any], exc: type[Exception], name: str
+) -> None:
+    with pytest.raises(exc, match=f"^{name}"):
+        serve(factory(), host="127.0.0.1", token="tok", **kwargs)
+
+
+def test_serve_accepts_good_core_server_arguments() -> None:
+    serve(
+        factory(),
+        host="127.0.0.1",
+        token="tok",
+        capabilities=["sessions.v1"],
+        server_options={"max_outstanding_requests": 8},
+    )

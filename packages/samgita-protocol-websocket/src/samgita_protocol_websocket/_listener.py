@@ -31,6 +31,7 @@ import ssl
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, Final
 
+import samgita_protocol as core
 from websockets.asyncio.server import Server as _WsServer
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as _ws_serve
@@ -186,6 +187,59 @@ class _Policy:
         self.slots.add(connection)
         self.principals[connection] = principal
         return None
+
+
+class _ProbeHandler(core.Handler):
+    """A handler used only to build a throwaway core Server at construction."""
+
+    def __init__(self, methods: frozenset[str]) -> None:
+        self._methods = methods
+
+    @property
+    def methods(self) -> frozenset[str]:
+        return self._methods
+
+    def handle_request(self, method: str, params: Any, context: Any) -> Any:
+        raise NotImplementedError  # never called: the probe is never connected
+
+
+def _check_core_server(
+    *, capabilities: tuple[str, ...] | None, server_options: dict[str, Any]
+) -> None:
+    """Build a throwaway core ``Server`` so bad arguments fail at construction.
+
+    Raises ``TypeError`` / ``ValueError`` naming ``capabilities`` or
+    ``server_options``.
+    """
+    reserved = {"capabilities", "max_message_bytes", "handler"} & set(server_options)
+    if reserved:
+        raise TypeError(
+            f"server_options must not set {sorted(reserved)}: pass them as "
+            "serve(...) arguments"
+        )
+    groups = capabilities if capabilities is not None else tuple(core.CAPABILITY_GROUPS)
+    if capabilities is not None:
+        try:
+            methods = frozenset().union(
+                *(
+                    core.request_methods(g)
+                    for g in capabilities
+                    if g in core.CAPABILITY_GROUPS
+                )
+            )
+            core.Server(_ProbeHandler(methods), capabilities=list(groups))
+        except (TypeError, ValueError) as exc:
+            text = str(exc)
+            if not text.startswith("capabilities"):
+                text = f"capabilities: {text}"
+            raise type(exc)(text) from None
+    methods = frozenset().union(*(core.request_methods(g) for g in groups))
+    try:
+        core.Server(_ProbeHandler(methods), capabilities=list(groups), **server_options)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"server_options: {exc}") from None
+    except core.ProtocolError as exc:
+        raise ValueError(f"server_options: {exc}") from None
 
 
 class Listener:
@@ -363,6 +417,14 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
                 "server_options must be a dict of core Server keyword arguments"
             )
         self._server_options = dict(server_options or {})
+        _check_core_server(
+            capabilities=self._capabilities,
+            server_options={
+                "host_id": self._host_id,
+                "durable": self._durable,
+                **self._server_options,
+            },
+        )
         if logger is not None and not isinstance(logger, logging.Logger):
             raise TypeError("logger must be a logging.Logger")
         self._logger = RedactingLogger(
