@@ -187,6 +187,7 @@ async def run_flow(url: str, token: str, t: Transcript) -> None:
         t.say("<-", f"turn/start: {turn.turn_id} ({turn.status})")
         stream = turn.turn_id
         seen: dict[int, Any] = {}
+        order: list[int] = []  # every stream cursor handed to us, in order
         duplicates = 0
         texts: dict[str, str] = {}
         completed_items: dict[str, Any] = {}
@@ -200,6 +201,7 @@ async def run_flow(url: str, token: str, t: Transcript) -> None:
             if n.cursor in seen:
                 duplicates += 1
             seen[n.cursor] = n
+            order.append(n.cursor)
             p = n.params
             if n.method == "item/delta":
                 texts[p.item_id] = texts.get(p.item_id, "") + p.delta
@@ -302,7 +304,7 @@ async def run_flow(url: str, token: str, t: Transcript) -> None:
         )
         t.check(
             st2.acceptance == "received",
-            "evt-2 is known to the host exactly once (same event_id)",
+            "evt-2 is known to the host by its event_id (the status query proves receipt, once reconciled)",
         )
 
         t.step("8. resume the stream from the checkpoint")
@@ -314,21 +316,48 @@ async def run_flow(url: str, token: str, t: Transcript) -> None:
         for n in early:
             process(n)
         start = s.checkpoints().get(stream, 0)
-        t.say("->", f"stream/resume {stream} from cursor {start}")
-        count = await s.resume(stream)
+        # The Agent kept streaming while we were away, to nobody: wait (over
+        # the new, authenticated connection) until it has certainly passed
+        # the checkpoint, so the resume has something to replay.
+        status = "in_progress"
+        for _ in range(400):
+            tr = await s.request("thread/read", {"thread_id": th.thread_id})
+            status = next(x.status for x in tr.turns if x.turn_id == stream)
+            if status != "in_progress":
+                break
+            await asyncio.sleep(0.05)
         t.say(
             "<-",
-            f"{count} events in the replay pages (duplicate/gap-checked by the core); live events follow",
+            f"thread/read: {stream} is {status} on the Agent: it streamed past cursor {start} while we were away",
         )
+        t.check(status == "completed", "the Agent finished the turn while we were away")
+        t.say("->", f"stream/resume {stream} from cursor {start}")
+        mark = len(order)
+        count = await s.resume(stream)
         while not finished:
             process(await s.next_notification(timeout=20))
+        replayed = order[mark:]
+        t.say(
+            "<-",
+            f"{count} events in the replay pages (duplicate/gap-checked by the core): "
+            f"cursors {replayed[0] if replayed else '-'}..{replayed[-1] if replayed else '-'}",
+        )
+        t.check(
+            count >= 1,
+            "the replay returned at least one event (nothing of it had arrived live)",
+        )
+        t.check(
+            len(replayed) == count
+            and replayed == list(range(start + 1, start + 1 + count)),
+            f"the replayed events are exactly cursor {start + 1} (checkpoint + 1) onward, in order",
+        )
 
         t.step("9. checks")
         cursors = sorted(seen)
         t.check(duplicates == 0, "no streamed event was handed to the caller twice")
         t.check(
-            cursors == list(range(1, len(cursors) + 1)),
-            f"cursors 1..{len(cursors)} contiguous: nothing lost",
+            order == list(range(1, len(order) + 1)),
+            f"the delivered cursors are 1..{len(order)} in order, each exactly once: nothing lost or duplicated",
         )
         t.check(
             s.checkpoints()[stream] == cursors[-1],
