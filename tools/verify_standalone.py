@@ -30,8 +30,14 @@ pulled the siblings, and imports each.
     python tools/verify_standalone.py [--hatch PATH] [--keep] [--only NAME ...]
 
 hatch is taken from --hatch, $HATCH, or PATH (tools/test provides the pinned
-one). The pip cache is shared by every step (pip's default, or
-$PIP_CACHE_DIR). Exits 1 if anything failed, with a summary at the end.
+one). The pip cache ($PIP_CACHE_DIR) and virtualenv's app data
+($VIRTUALENV_OVERRIDE_APP_DATA) default to .tools/ in the repository, as
+tools/bootstrap.sh sets them, and are shared by every step. Each fresh
+environment runs with its own bin/ first on PATH and the calling (dev)
+environment's bin/ removed. Every venv that gets msgspec reports its version,
+which must be the newest release in the core's range (the in-repo checks test
+the floor). A package test run that skips, xfails or xpasses anything fails.
+Exits 1 if anything failed, with a summary at the end.
 """
 
 from __future__ import annotations
@@ -86,6 +92,10 @@ PACKAGES = (
         "samgita-protocol-websocket",
         "packages/samgita-protocol-websocket",
         "samgita_protocol_websocket",
+        sdist_files=(
+            "tests/certs/test-only-localhost.pem",
+            "tests/certs/test-only-localhost.key",
+        ),
         wheel_files=("samgita_protocol_websocket/py.typed",),
     ),
     Package(
@@ -116,6 +126,13 @@ IGNORED = shutil.ignore_patterns(
     "node_modules",
 )
 SUMMARY = re.compile(r"^=+ .*\d+ (passed|failed|errors?).* =+$")
+HIDDEN = re.compile(r"(\d+) (skipped|xfailed|xpassed)")
+# Caches kept inside the repository (gitignored), unless already set.
+CACHE_DEFAULTS = {
+    "PIP_CACHE_DIR": ROOT / ".tools" / "pip-cache",
+    "VIRTUALENV_OVERRIDE_APP_DATA": ROOT / ".tools" / "virtualenv-app-data",
+    "npm_config_cache": ROOT / ".tools" / "npm-cache",
+}
 
 
 class Failure(Exception):
@@ -145,7 +162,8 @@ class Report:
 
 def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     """Run a command, echoing it; raise Failure with its output tail on error."""
-    print(f"   $ {' '.join(argv)}", flush=True)
+    shown = [a.splitlines()[0] + " ..." if "\n" in a else a for a in argv]
+    print(f"   $ {' '.join(shown)}", flush=True)
     proc = subprocess.run(
         argv,
         cwd=cwd,
@@ -217,6 +235,26 @@ def wheel_metadata(wheel: Path) -> email.message.Message:
         return email.parser.Parser().parsestr(zf.read(name).decode("utf-8"))
 
 
+def dev_bin_dirs(environ: dict[str, str]) -> set[str]:
+    """bin/ of the environment this script runs in (and $VIRTUAL_ENV's)."""
+    dirs = set()
+    if sys.prefix != sys.base_prefix:
+        dirs.add(os.path.realpath(Path(sys.prefix) / "bin"))
+    if environ.get("VIRTUAL_ENV"):
+        dirs.add(os.path.realpath(Path(environ["VIRTUAL_ENV"]) / "bin"))
+    return dirs
+
+
+def path_for(venv_bin: Path, path: str, dev_bins: set[str]) -> str:
+    """``venv_bin`` first, then ``path`` without the dev environment's bin/."""
+    kept = [
+        entry
+        for entry in path.split(os.pathsep)
+        if entry and os.path.realpath(entry) not in dev_bins
+    ]
+    return os.pathsep.join([str(venv_bin), *kept])
+
+
 def third_party_requirements(wheels: list[Path]) -> list[str]:
     """Requirements (without extras markers) of the wheels that are not ours."""
     reqs: list[str] = []
@@ -238,7 +276,16 @@ class Verifier:
         self.wheelhouse.mkdir()
         self.built: dict[str, Path] = {}
         self.unpacked: dict[str, Path] = {}
+        self.newest_msgspec: str | None = None
         self.env = dict(os.environ)
+        for var, default in CACHE_DEFAULTS.items():
+            self.env.setdefault(var, str(default))
+        self.dev_bins = dev_bin_dirs(self.env)
+        self.env["PATH"] = os.pathsep.join(
+            entry
+            for entry in self.env.get("PATH", "").split(os.pathsep)
+            if entry and os.path.realpath(entry) not in self.dev_bins
+        )
         for var in (
             "PYTHONPATH",
             "VIRTUAL_ENV",
@@ -314,6 +361,14 @@ class Verifier:
         return gaps
 
     # -- environments ----------------------------------------------------------
+    def venv_env(self, python: Path) -> dict[str, str]:
+        """The environment for commands of one fresh venv: its bin/ first on
+        PATH, the dev environment's bin/ not at all."""
+        return dict(
+            self.env,
+            PATH=path_for(python.parent, self.env.get("PATH", ""), self.dev_bins),
+        )
+
     def make_venv(self, name: str) -> Path:
         """A fresh virtual environment with pip and nothing else.
 
@@ -365,11 +420,12 @@ class Verifier:
         bare = [re.sub(r"\[.*\]$", "", d) for d in ours]
         third = third_party_requirements(self.closure(bare, extras))
         wanted = sorted(set(third) | set(extra_third_party))
+        env = self.venv_env(python)
         if wanted:
             run(
                 [str(python), "-m", "pip", "install", "--quiet", *wanted],
                 cwd=self.tmp,
-                env=self.env,
+                env=env,
             )
         # Our distributions: from the fresh wheels only, never an index.
         report_file = python.parent.parent / "install-report.json"
@@ -389,7 +445,7 @@ class Verifier:
                 *ours,
             ],
             cwd=self.tmp,
-            env=self.env,
+            env=env,
         )
         installed = json.loads(report_file.read_text("utf-8"))["install"]
         for item in installed:
@@ -403,6 +459,86 @@ class Verifier:
                 )
         got = sorted(item["metadata"]["name"] for item in installed)
         print(f"   installed from the fresh wheels: {', '.join(got)}", flush=True)
+        self.check_msgspec(python)
+
+    def check_msgspec(self, python: Path) -> None:
+        """msgspec in this venv (if any) is the newest release in the core's
+        range: the in-repo checks pin the floor, this run tests the top."""
+        env = self.venv_env(python)
+        probe = (
+            "import importlib.metadata as m\n"
+            "try:\n    print(m.version('msgspec'))\n"
+            "except m.PackageNotFoundError:\n    print('')\n"
+        )
+        version = run([str(python), "-c", probe], cwd=self.tmp, env=env).strip()
+        if not version:
+            return
+        newest = self.newest_in_range(python)
+        print(
+            f"   msgspec {version} in this venv (newest in range: {newest})", flush=True
+        )
+        if newest.startswith("unknown"):
+            floor = self.msgspec_floor()
+            if version == floor:
+                raise Failure(
+                    f"msgspec {version} is the floor of the range, not the newest release"
+                )
+        elif version != newest:
+            raise Failure(
+                f"msgspec {version} installed, the newest in range is {newest}"
+            )
+        self.report.ok(
+            f"{python.parent.parent.name}: msgspec {version}",
+            f"(newest in range: {newest})",
+        )
+
+    def msgspec_floor(self) -> str:
+        """The floor release of the core's msgspec range, e.g. "0.22.0"."""
+        spec = self.msgspec_spec()
+        m = re.search(r">=\s*([0-9][0-9.]*)", spec)
+        if not m:
+            raise Failure(f"no floor in the core's msgspec requirement {spec!r}")
+        floor = m.group(1)
+        return floor if floor.count(".") >= 2 else floor + ".0"
+
+    def msgspec_spec(self) -> str:
+        core = self.unpacked.get("samgita-protocol")
+        pyproject = (core or ROOT / "packages" / "samgita-protocol") / "pyproject.toml"
+        deps = tomllib.loads(pyproject.read_text("utf-8"))["project"]["dependencies"]
+        [req] = [d for d in deps if d.startswith("msgspec")]
+        return str(req)[len("msgspec") :]
+
+    def newest_in_range(self, python: Path) -> str:
+        """Newest msgspec on the index within the core's range (asked once,
+        with the venv's own pip and its vendored ``packaging``); "unknown
+        (...)" when the index cannot be listed (then only the floor is ruled
+        out)."""
+        if self.newest_msgspec is not None:
+            return self.newest_msgspec
+        script = (
+            "import json, subprocess, sys\n"
+            "from pip._vendor.packaging.specifiers import SpecifierSet\n"
+            "from pip._vendor.packaging.version import Version\n"
+            "out = subprocess.run([sys.executable, '-m', 'pip', 'index', 'versions',"
+            " 'msgspec'], capture_output=True, text=True)\n"
+            "line = next((l for l in out.stdout.splitlines()"
+            " if l.startswith('Available versions:')), '')\n"
+            "versions = [v.strip() for v in line.partition(':')[2].split(',') if v.strip()]\n"
+            "spec = SpecifierSet(sys.argv[1])\n"
+            "ok = sorted((Version(v) for v in versions if Version(v) in spec), reverse=True)\n"
+            "print(str(ok[0]) if ok else 'unknown (pip index versions: '"
+            " + (out.stderr.strip().splitlines() or ['no versions'])[-1] + ')')\n"
+        )
+        try:
+            newest = run(
+                [str(python), "-c", script, self.msgspec_spec()],
+                cwd=self.tmp,
+                env=self.venv_env(python),
+            ).strip()
+        except Failure as e:
+            newest = f"unknown ({str(e).splitlines()[0]})"
+        self.newest_msgspec = newest
+        return newest
 
     def check_metadata(self, python: Path, pkg: Package) -> None:
         pyproject = tomllib.loads(
@@ -415,7 +551,9 @@ class Verifier:
             "print(json.dumps({'name': d.metadata['Name'], 'version': d.version,"
             " 'requires': d.requires or []}))\n"
         )
-        got = json.loads(run([str(python), "-c", script], cwd=self.tmp, env=self.env))
+        got = json.loads(
+            run([str(python), "-c", script], cwd=self.tmp, env=self.venv_env(python))
+        )
         if got["name"] != project["name"] or got["version"] != project["version"]:
             raise Failure(
                 f"installed {got['name']} {got['version']}, pyproject says {project['name']} {project['version']}"
@@ -444,7 +582,8 @@ class Verifier:
         )
         # The import must resolve to the installed wheel, not a source tree.
         probe = f"import {pkg.module}, sys; print({pkg.module}.__file__)"
-        location = run([str(python), "-c", probe], cwd=where, env=self.env).strip()
+        env = self.venv_env(python)
+        location = run([str(python), "-c", probe], cwd=where, env=env).strip()
         if "site-packages" not in location or str(ROOT) in location:
             raise Failure(
                 f"{pkg.module} imported from {location}, not the installed wheel"
@@ -456,7 +595,7 @@ class Verifier:
         proc = subprocess.run(
             [str(python), "-m", "pytest", "-p", "no:cacheprovider", "tests"],
             cwd=where,
-            env=self.env,
+            env=env,
             capture_output=True,
             text=True,
             errors="replace",
@@ -480,6 +619,10 @@ class Verifier:
             shown = [line for line in shown if not SUMMARY.match(line.strip())]
             tail = "\n      ".join(shown[-80:])
             raise Failure(f"pytest exit {proc.returncode}:\n      {tail}")
+        hidden = HIDDEN.findall(summary)
+        if hidden:
+            what = ", ".join(f"{n} {word}" for n, word in hidden)
+            raise Failure(f"pytest {what}: every test must run ({summary.strip('= ')})")
         self.report.ok(
             f"{pkg.dist}: tests from the sdist against the installed wheel",
             f"({summary.strip('= ')})",
@@ -503,7 +646,9 @@ class Verifier:
             f"import importlib.metadata as m, samgita_protocol, {module}\n"
             f"print(m.version({sibling!r}))\n"
         )
-        version = run([str(python), "-c", script], cwd=self.tmp, env=self.env).strip()
+        version = run(
+            [str(python), "-c", script], cwd=self.tmp, env=self.venv_env(python)
+        ).strip()
         self.report.ok(
             f"samgita-protocol[{extra}]: pulls {sibling} {version} from the fresh wheels; import {module}"
         )
