@@ -4,16 +4,19 @@
 # tests-integration/node_modules/ (both gitignored).
 #
 #   1. .tools/hatch-venv: hatch pinned by tools/requirements-hatch.txt and
-#      tools/hatch-constraints.txt. Re-made only when those files or the
-#      Python interpreter change (a hash stamp inside the venv).
+#      tools/hatch-constraints.txt. Re-made only when those files, the
+#      repository's path, or the Python interpreter (its version and resolved
+#      path) change (a hash stamp inside the venv), or when the venv's python
+#      no longer runs.
 #   2. tests-integration/node_modules from package-lock.json with `npm ci`,
 #      only when the lockfile's hash differs from the stamp written after the
 #      last successful install. Set SAMGITA_SKIP_NPM=1 to skip this step.
 #
 # Source it (`source tools/bootstrap.sh`) to get HATCH (the pinned hatch) and
-# the exported HATCH_DATA_DIR / HATCH_CACHE_DIR that keep hatch's
-# environments and caches inside the repository; or run it directly
-# (`bash tools/bootstrap.sh`) just to install.
+# the exported HATCH_DATA_DIR / HATCH_CACHE_DIR / UV_CACHE_DIR /
+# PIP_CACHE_DIR / npm_config_cache / VIRTUALENV_OVERRIDE_APP_DATA that keep
+# environments and caches inside the repository (.tools/); or run it
+# directly (`bash tools/bootstrap.sh`) just to install.
 
 _samgita_bootstrap() {
   set -euo pipefail
@@ -21,6 +24,12 @@ _samgita_bootstrap() {
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   local tools="$root/.tools"
   mkdir -p "$tools"
+  # Caches inside the repository (all gitignored under .tools/): pip's
+  # (bootstrap, hatch's pip, verify_standalone's fresh venvs), npm's
+  # (npm ci) and virtualenv's app data (seed wheels, interpreter info).
+  export PIP_CACHE_DIR="$tools/pip-cache"
+  export npm_config_cache="$tools/npm-cache"
+  export VIRTUALENV_OVERRIDE_APP_DATA="$tools/virtualenv-app-data"
 
   # -- Python 3.11+ --------------------------------------------------------
   local py="" cand
@@ -38,10 +47,18 @@ _samgita_bootstrap() {
 
   # -- pinned hatch in .tools/hatch-venv -----------------------------------
   local venv="$tools/hatch-venv" want have=""
+  # The stamp covers the pins, the repository's path (a venv's scripts name
+  # their interpreter by absolute path: a moved checkout needs a new venv)
+  # and the interpreter (version and resolved path).
   want=$(cat "$root/tools/requirements-hatch.txt" "$root/tools/hatch-constraints.txt" |
-    "$py" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read() + sys.version.encode()).hexdigest())')
+    "$py" -c 'import hashlib, os, sys
+h = hashlib.sha256(sys.stdin.buffer.read())
+for part in (sys.version, sys.argv[1], os.path.realpath(sys.executable)):
+    h.update(b"\0" + part.encode())
+print(h.hexdigest())' "$root")
   [ -f "$venv/.samgita-stamp" ] && have=$(cat "$venv/.samgita-stamp")
-  if [ "$want" != "$have" ] || [ ! -x "$venv/bin/hatch" ]; then
+  if [ "$want" != "$have" ] || [ ! -x "$venv/bin/hatch" ] ||
+    ! "$venv/bin/python" -c '' 2>/dev/null; then
     echo "bootstrap: installing the pinned hatch into .tools/hatch-venv ($("$py" -V))" >&2
     rm -rf "$venv"
     if ! "$py" -m venv "$venv" 2>/dev/null; then
