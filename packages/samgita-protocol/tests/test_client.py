@@ -1482,3 +1482,10 @@ def test_receive_replay_accepts_the_response_as_well_as_the_result() -> None:
         id="x", correlation_id="x", error={"code": "not_found", "message": "no"}
     )
     fails(client, ErrorCode.UNCORRELATED_REPLAY, client.receive_replay, error)
+
+
+def test_oversize_text_and_buffers_are_message_too_large() -> None:
+    client = ready(max_message_bytes=1024)
+    for data in ("x" * 2000, bytearray(b"x" * 2000), memoryview(b"x" * 2000)):
+        error = fails(client, ErrorCode.MESSAGE_TOO_LARGE, client.receive, data)
+        assert error.origin == "peer" and error.data == {"bytes": 2000, "max": 1024}

@@ -58,6 +58,38 @@ def test_size_comes_before_everything() -> None:
     )  # 12 UTF-8 bytes
 
 
+def test_oversize_text_and_buffers_are_refused_before_encoding_or_copying() -> None:
+    from samgita_protocol import decode
+
+    encoded: list[str] = []
+
+    class Text(str):
+        def encode(self, *args: Any, **kwargs: Any) -> bytes:
+            encoded.append("called")
+            return super().encode(*args, **kwargs)
+
+    with pytest.raises(sp.ProtocolError) as raised:
+        decode(Text("x" * 11), max_message_bytes=10)
+    assert raised.value.code == C.MESSAGE_TOO_LARGE
+    assert raised.value.data == {"bytes": 11, "max": 10}
+    assert encoded == []  # len() already proves it too large
+    # Within the bound by code points, over it in UTF-8: sized after encoding.
+    with pytest.raises(sp.ProtocolError) as raised:
+        decode(Text("é" * 6), max_message_bytes=11)
+    assert raised.value.data == {"bytes": 12, "max": 11}
+    assert encoded == ["called"]
+    for buffer in (bytearray(b"x" * 11), memoryview(b"x" * 11)):
+        with pytest.raises(sp.ProtocolError) as raised:
+            decode(buffer, max_message_bytes=10)
+        assert raised.value.data == {"bytes": 11, "max": 10}
+    words = memoryview(bytearray(12)).cast("I")  # 3 items, 12 bytes
+    with pytest.raises(sp.ProtocolError) as raised:
+        decode(words, max_message_bytes=10)
+    assert raised.value.data == {"bytes": 12, "max": 10}
+    good = json.dumps(DELTA).encode()
+    assert decode(bytearray(good)) == decode(good) == decode(memoryview(good))
+
+
 def test_utf8_comes_before_depth_and_syntax() -> None:
     assert _code(b"[" * 40 + b"\xff")[0] == C.INVALID_UTF8
     assert _code("\ud800")[0] == C.INVALID_UTF8  # a str that no UTF-8 can hold

@@ -1113,3 +1113,17 @@ def test_notifications_emitted_before_a_handlers_own_typed_error_go_out() -> Non
     response, closed = server.receive(cancel())
     assert response.error.message == "the host's own words"
     assert closed.method == "thread/closed"
+
+
+def test_oversize_text_and_buffers_are_message_too_large_before_any_copy() -> None:
+    server = ready(Spy(), max_message_bytes=1024)
+    for data in ("x" * 2000, bytearray(b"x" * 2000), memoryview(b"x" * 2000)):
+        with pytest.raises(ProtocolError) as raised:
+            server.receive(data)  # type: ignore[arg-type]
+        assert (raised.value.code, raised.value.origin) == (
+            ErrorCode.MESSAGE_TOO_LARGE,
+            "peer",
+        )
+        assert raised.value.data == {"bytes": 2000, "max": 1024}
+    [response] = server.receive(bytearray(cancel()))
+    assert response.result.request_id == "x"

@@ -656,10 +656,11 @@ class Client:
             raise _disconnected()
         wire: bytes | str | None
         max_bytes = self._max_bytes
-        if type(data) is not bytes and type(data) is str:
+        if type(data) is not bytes and type(data) is str and len(data) <= max_bytes:
             # A text frame: its UTF-8 bytes take the bytes path (sizes count
             # UTF-8 bytes either way); a lone surrogate stays text, for
-            # decode to name it.
+            # decode to name it. Text over the bound by code points goes to
+            # decode as it is, which refuses it without encoding it.
             try:
                 data = data.encode("utf-8")
             except UnicodeEncodeError:
@@ -676,11 +677,18 @@ class Client:
                     return self._receive_response(typed, data, clock, True)
             message = decode_checked(data)
         elif isinstance(data, (bytes, bytearray, memoryview, str)):
-            wire = bytes(data) if isinstance(data, (bytearray, memoryview)) else data
+            source: bytes | bytearray | memoryview | str = data
+            if (
+                isinstance(data, (bytearray, memoryview))
+                and (data.nbytes if isinstance(data, memoryview) else len(data))
+                <= max_bytes
+            ):
+                source = bytes(data)  # an oversize buffer is refused uncopied
             try:
-                message = decode(wire, max_message_bytes=max_bytes)
+                message = decode(source, max_message_bytes=max_bytes)
             except ProtocolError as exc:
                 raise exc if exc.origin == "peer" else exc.with_origin("peer") from None
+            wire = source  # type: ignore[assignment]  # bytes or str once decoded
         elif isinstance(data, (Request, Response, Notification)):
             # Validated as if it had arrived as its JSON and decoded from it
             # (params the method's Struct); values no JSON decoder produces

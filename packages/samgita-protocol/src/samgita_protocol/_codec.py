@@ -135,8 +135,10 @@ def decode(
             ``missing_command_id``, ``unexpected_command_id``,
             ``task_ref_without_project_ref``, ``unpaired_stream_position`` or
             ``invalid_response``; ``data.path`` is the JSON pointer of the
-            offending field. Origin ``local`` with ``invalid_message`` when
-            ``data`` is not bytes or str.
+            offending field (a ``str`` or ``bytearray``/``memoryview`` over
+            the bound is refused before it is encoded or copied). Origin
+            ``local`` with ``invalid_message`` when ``data`` is not bytes,
+            bytearray, memoryview or str.
         ValueError: ``max_message_bytes`` is not a positive int.
     """
     # The common case in one test: bytes within a valid bound.
@@ -151,6 +153,11 @@ def decode(
     if type(data) is bytes:
         wire = data
     elif isinstance(data, str):
+        # Sized before encoding: the UTF-8 length is at least len(data), so
+        # a text over the bound by code points is refused without a copy
+        # (data.bytes is then that lower bound, exact for ASCII text).
+        if len(data) > max_message_bytes:
+            raise _too_large(len(data), max_message_bytes, "peer")
         try:
             wire = data.encode("utf-8")
         except UnicodeEncodeError:
@@ -161,6 +168,10 @@ def decode(
                 ErrorCode.INVALID_UTF8, "message holds a lone surrogate"
             ) from None
     elif isinstance(data, (bytes, bytearray, memoryview)):
+        # Sized before the copy.
+        size = data.nbytes if isinstance(data, memoryview) else len(data)
+        if size > max_message_bytes:
+            raise _too_large(size, max_message_bytes, "peer")
         wire = bytes(data)
     else:
         raise ProtocolError(

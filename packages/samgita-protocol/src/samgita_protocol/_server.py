@@ -448,10 +448,11 @@ class Server:
             raise ProtocolError(ErrorCode.DISCONNECTED, "the connection is closed")
         wire: bytes | str | None
         max_bytes = self._limits.max_message_bytes
-        if type(data) is str:
+        if type(data) is str and len(data) <= max_bytes:
             # A text frame: its UTF-8 bytes take the bytes path (sizes count
             # UTF-8 bytes either way); a lone surrogate stays text, for
-            # decode to name it.
+            # decode to name it. Text over the bound by code points goes to
+            # decode as it is, which refuses it without encoding it.
             try:
                 data = data.encode("utf-8")
             except UnicodeEncodeError:
@@ -459,6 +460,9 @@ class Server:
         if type(data) is bytes or isinstance(data, (bytes, str)):
             wire = data
         elif isinstance(data, bytearray | memoryview):
+            if (data.nbytes if isinstance(data, memoryview) else len(data)) > max_bytes:
+                # message_too_large (peer), raised before the buffer is copied.
+                decode(data, max_message_bytes=max_bytes)
             wire = bytes(data)
         elif isinstance(data, Request | Response | Notification):
             wire = None
