@@ -181,7 +181,7 @@ def test_custom_authenticator_no_secret_registered_still_nothing_leaks(
             FakeAgent.factory(state),
             host="127.0.0.1",
             authenticator=authenticator,
-            handshake_timeout=1,
+            open_timeout=1,
         ) as listener:
             async with connect(
                 listener.url, token="SECRET-custom-ok", capabilities=["sessions.v1"]

@@ -35,19 +35,17 @@ ORIGIN_OK = "https://host.example"
 
 @pytest.fixture(scope="module")
 def main(start_listener: Any) -> Any:
-    return start_listener(
-        max_message_bytes=MAX, allowed_origins=[ORIGIN_OK], handshake_timeout=5.0
-    )
+    return start_listener(max_size=MAX, allowed_origins=[ORIGIN_OK], open_timeout=5.0)
 
 
 @pytest.fixture(scope="module")
 def small(start_listener: Any) -> Any:
-    return start_listener(max_message_bytes=1000)
+    return start_listener(max_size=1000)
 
 
 @pytest.fixture(scope="module")
 def slow(start_listener: Any) -> Any:
-    return start_listener(handshake_timeout=0.3)
+    return start_listener(open_timeout=0.3)
 
 
 @pytest.fixture(scope="module")

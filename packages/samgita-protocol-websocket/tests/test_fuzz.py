@@ -34,7 +34,7 @@ frames = st.lists(
 
 @pytest.fixture(scope="module")
 def fuzzed(start_listener: Any) -> Any:
-    return start_listener(max_message_bytes=1000, handshake_timeout=2.0)
+    return start_listener(max_size=1000, open_timeout=2.0)
 
 
 @settings(

@@ -506,3 +506,68 @@ def test_serve_accepts_good_core_server_arguments() -> None:
         capabilities=["sessions.v1"],
         server_options={"max_outstanding_requests": 8},
     )
+
+
+def test_max_size_and_open_timeout_are_the_names_on_both_sides_with_aliases() -> None:
+    for kwargs, name in (
+        ({"max_size": 0}, "max_size"),
+        ({"max_message_bytes": 0}, "max_message_bytes"),
+        ({"open_timeout": 0}, "open_timeout"),
+        ({"handshake_timeout": 0}, "handshake_timeout"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            serve(factory(), host="127.0.0.1", token="tok", **kwargs)
+    with pytest.raises(ValueError, match="not both"):
+        serve(
+            factory(), host="127.0.0.1", token="tok", max_size=10, max_message_bytes=10
+        )
+    with pytest.raises(ValueError, match="not both"):
+        serve(
+            factory(),
+            host="127.0.0.1",
+            token="tok",
+            open_timeout=1,
+            handshake_timeout=1,
+        )
+    url = "ws://127.0.0.1:1/app-server"
+    for kwargs, name in (
+        ({"max_size": 0}, "max_size"),
+        ({"max_message_bytes": 0}, "max_message_bytes"),
+        ({"open_timeout": 0}, "open_timeout"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            connect(url, token="tok", capabilities=["sessions.v1"], **kwargs)
+    with pytest.raises(ValueError, match="not both"):
+        connect(
+            url,
+            token="tok",
+            capabilities=["sessions.v1"],
+            max_size=9,
+            max_message_bytes=9,
+        )
+
+
+def test_max_size_bounds_both_sides() -> None:
+    async def main() -> None:
+        async with serve(
+            factory(), host="127.0.0.1", token="tok", max_size=4096
+        ) as lis:
+            async with connect(
+                lis.url, token="tok", capabilities=["project_events.v1"], max_size=4096
+            ) as s:
+                assert s.client.limits.max_message_bytes == 4096
+                event = core.Event(
+                    event_id="e",
+                    delivery_attempt_id="a",
+                    created_at="2026-12-03T10:00:00Z",
+                    correlation_id="c",
+                    event_type="t",
+                    payload={"b": "x" * 5000},
+                )
+                with pytest.raises(core.ProtocolError) as err:
+                    await s.request(
+                        "project/event.receive", {"event": event}, command_id="c"
+                    )
+                assert err.value.code == core.ErrorCode.MESSAGE_TOO_LARGE
+
+    asyncio.run(asyncio.wait_for(main(), 20))

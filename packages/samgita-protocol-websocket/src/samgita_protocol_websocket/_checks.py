@@ -82,3 +82,18 @@ def check_ssl(name: str, value: Any) -> ssl.SSLContext | None:
             f"{name} must be an ssl.SSLContext or None, not {type(value).__name__}"
         )
     return value
+
+
+def pick_alias(
+    name: str, value: Any, alias: str, alias_value: Any, default: Any
+) -> tuple[str, Any]:
+    """The argument given under ``name`` or its older alias (``ValueError`` when both are).
+
+    Returns the name the caller used (for error messages) and the value
+    (``default`` when neither was given).
+    """
+    if value is not None and alias_value is not None:
+        raise ValueError(f"pass {name} or its alias {alias}, not both")
+    if alias_value is not None:
+        return alias, alias_value
+    return name, default if value is None else value

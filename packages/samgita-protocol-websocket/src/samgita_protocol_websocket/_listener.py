@@ -17,7 +17,7 @@ and no upgrade:
 
 ``websockets`` then validates the rest of the handshake (``Upgrade`` 426,
 ``Connection`` / ``Sec-WebSocket-Key`` 400, method 405).  The
-``handshake_timeout`` bounds the whole opening handshake from accept; a slow
+``open_timeout`` bounds the whole opening handshake from accept; a slow
 sender is dropped without an answer when it fires.
 """
 
@@ -49,14 +49,18 @@ from ._checks import (
     check_seconds,
     check_ssl,
     is_loopback_host,
+    pick_alias,
 )
 from ._redact import RedactingLogger, Secret
 
 __all__ = ["Listener", "serve"]
 
-DEFAULT_MAX_MESSAGE_BYTES: Final = 1_048_576
+DEFAULT_MAX_SIZE: Final = 1_048_576
 """1 MiB, the core's message bound: a larger frame is closed 1009 before it is decoded."""
-DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0
+DEFAULT_MAX_MESSAGE_BYTES: Final = DEFAULT_MAX_SIZE
+DEFAULT_OPEN_TIMEOUT: Final = 10.0
+"""Seconds for the whole opening handshake (``websockets``' ``open_timeout``)."""
+DEFAULT_HANDSHAKE_TIMEOUT: Final = DEFAULT_OPEN_TIMEOUT
 DEFAULT_MAX_HEADERS: Final = 100
 """No looser than 100 headers; ``websockets`` caps at 128 on its own."""
 DEFAULT_MAX_HEADER_LINE: Final = 8192
@@ -316,8 +320,8 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
         allowed_origins: Collection[str] = (),
         ssl: ssl.SSLContext | None = None,
         allow_insecure_non_loopback: bool = False,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        max_size: int | None = None,
+        open_timeout: float | None = None,
         max_headers: int = DEFAULT_MAX_HEADERS,
         max_header_line: int = DEFAULT_MAX_HEADER_LINE,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
@@ -332,6 +336,8 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
         server_options: dict[str, Any] | None = None,
         logger: logging.Logger | None = None,
         backlog: int = 1024,
+        max_message_bytes: int | None = None,
+        handshake_timeout: float | None = None,
     ) -> None:
         self._handler_factory = check_callable("handler_factory", handler_factory)
         if not isinstance(host, str) or not host:
@@ -389,10 +395,24 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
                 "host is not a loopback address: pass ssl=<SSLContext> (wss) or "
                 "allow_insecure_non_loopback=True to serve plain ws on it"
             )
-        self._max_message_bytes = check_int(
-            "max_message_bytes", max_message_bytes, minimum=1
+        # max_size / open_timeout are websockets' names (and the client's);
+        # max_message_bytes / handshake_timeout are kept as aliases.
+        name, value = pick_alias(
+            "max_size",
+            max_size,
+            "max_message_bytes",
+            max_message_bytes,
+            DEFAULT_MAX_SIZE,
         )
-        self._handshake_timeout = check_seconds("handshake_timeout", handshake_timeout)
+        self._max_message_bytes = check_int(name, value, minimum=1)
+        name, value = pick_alias(
+            "open_timeout",
+            open_timeout,
+            "handshake_timeout",
+            handshake_timeout,
+            DEFAULT_OPEN_TIMEOUT,
+        )
+        self._handshake_timeout = check_seconds(name, value)
         self._max_headers = check_int(
             "max_headers", max_headers, minimum=1, maximum=MAX_NUM_HEADERS
         )

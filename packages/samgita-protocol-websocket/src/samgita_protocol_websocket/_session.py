@@ -37,6 +37,7 @@ from ._checks import (
     check_optional_seconds,
     check_seconds,
     check_ssl,
+    pick_alias,
 )
 from ._client_policy import HandshakeRejected, NoRedirectConnect, check_url
 from ._codes import CloseCode, stream_integrity_reason
@@ -594,7 +595,7 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
         close_timeout: float = 10.0,
-        max_message_bytes: int = 1_048_576,
+        max_size: int | None = None,
         max_inbound_frames: int = 16,
         max_notifications: int = DEFAULT_MAX_NOTIFICATIONS,
         write_limit: int = 65_536,
@@ -602,6 +603,7 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         tick: float = 1.0,
         client_options: Mapping[str, Any] | None = None,
         logger: logging.Logger | None = None,
+        max_message_bytes: int | None = None,
     ) -> None:
         self._allow_insecure = check_bool(
             "allow_insecure_non_loopback", allow_insecure_non_loopback
@@ -642,9 +644,12 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         self._ping_interval = check_optional_seconds("ping_interval", ping_interval)
         self._ping_timeout = check_optional_seconds("ping_timeout", ping_timeout)
         self._close_timeout = check_seconds("close_timeout", close_timeout)
-        self._max_message_bytes = check_int(
-            "max_message_bytes", max_message_bytes, minimum=1
+        # max_size is websockets' name (and the listener's);
+        # max_message_bytes is kept as an alias.
+        name, value = pick_alias(
+            "max_size", max_size, "max_message_bytes", max_message_bytes, 1_048_576
         )
+        self._max_message_bytes = check_int(name, value, minimum=1)
         self._max_inbound_frames = check_int(
             "max_inbound_frames", max_inbound_frames, minimum=1
         )
