@@ -8,7 +8,10 @@
 // ajv can see the problem: "rejects", or "runtime_only" with the reason).
 // Every accepted fixture must validate (and a response with a result also
 // against $defs/<method>.result of its paired request); every "rejects"
-// fixture must fail; every rejected fixture must be listed exactly once.
+// fixture must fail; every "runtime_only" fixture that JSON.parse reads must
+// validate (else the rule is schema-expressible: relabel it "rejects"); every
+// rejected fixture must be listed exactly once, each entry with a non-empty
+// "why".
 // Prints a JSON summary; exits 1 on any failure, 2 on bad usage.
 import { readFileSync, readdirSync, existsSync } from "node:fs";
 import { join } from "node:path";
@@ -21,7 +24,15 @@ if (!schemaPath || !schemasDir) {
 }
 
 const failures = [];
-const summary = { strict: true, accepted: 0, results: 0, rejected: 0, runtime_only: 0 };
+const summary = {
+  strict: true,
+  accepted: 0,
+  results: 0,
+  rejected: 0,
+  runtime_only: 0,
+  runtime_only_parsed: 0,
+  runtime_only_unparseable: 0,
+};
 
 const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
 
@@ -105,8 +116,33 @@ for (const file of readdirSync(rejectedDir).filter((f) => f.endsWith(".json")).s
   if (!listed.has(file)) failures.push({ file, expected: "an entry in manifest.json" });
 }
 for (const entry of manifest) {
+  if (typeof entry.why !== "string" || entry.why.trim() === "") {
+    failures.push({ file: entry.file, expected: "a non-empty why in manifest.json", got: entry.why });
+  }
   if (entry.ajv === "runtime_only") {
+    // Runtime-only means the schema cannot see the problem. When the file
+    // is JSON that JSON.parse reads, the schema must therefore ACCEPT it;
+    // if ajv rejects it, the rule is schema-expressible after all and the
+    // entry must say "rejects". (Files JSON.parse refuses: not JSON at all,
+    // nothing for a schema to judge.)
     summary.runtime_only++;
+    let message;
+    try {
+      message = JSON.parse(readFileSync(join(rejectedDir, entry.file), "utf8"));
+    } catch {
+      summary.runtime_only_unparseable++;
+      continue;
+    }
+    summary.runtime_only_parsed++;
+    if (!validateRoot(message)) {
+      failures.push({
+        file: entry.file,
+        expected: "accepted by ajv (runtime_only)",
+        got: "rejected: schema-expressible: relabel as rejects",
+        code: entry.code,
+        errors: errs(validateRoot),
+      });
+    }
     continue;
   }
   if (entry.ajv !== "rejects") {

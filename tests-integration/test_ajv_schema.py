@@ -3,8 +3,11 @@
 ajv_check.mjs compiles schemas/1.0/protocol.schema.json in strict mode
 (every strict-mode warning is a failure), validates every accepted fixture
 (and each response's result against its request's $defs/<method>.result),
-and expects every rejected fixture that manifest.json marks "rejects" to
-fail. A missing node or ajv fails this test; it never skips.
+expects every rejected fixture that manifest.json marks "rejects" to fail,
+and every "runtime_only" one that JSON.parse reads to validate (a schema
+rejection there means the rule is schema-expressible: relabel it); every
+manifest entry needs a non-empty "why". A missing node or ajv fails this
+test; it never skips.
 """
 
 from __future__ import annotations
@@ -31,5 +34,12 @@ def test_ajv_strict_accepts_and_rejects_the_fixtures() -> None:
     ), summary
     listed = json.loads((SCHEMAS / "manifest.json").read_text(encoding="utf-8"))
     assert summary["rejected"] + summary["runtime_only"] == len(listed)
+    assert (
+        summary["runtime_only_parsed"] + summary["runtime_only_unparseable"]
+        == summary["runtime_only"]
+    ), summary
+    # Only what JSON itself cannot read may escape ajv's judgement.
+    assert summary["runtime_only_unparseable"] <= 2, summary
+    assert all(str(entry.get("why", "")).strip() for entry in listed)
     accepted = sorted((SCHEMAS / "fixtures" / "accepted").glob("*.json"))
     assert summary["accepted"] == len(accepted)
