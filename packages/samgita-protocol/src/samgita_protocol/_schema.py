@@ -113,11 +113,25 @@ Timestamp: TypeAlias = Annotated[
         "naming a real calendar date and time (checked at runtime).",
     ),
 ]
+MAX_CURSOR: Final = 2**53 - 1
+"""The largest cursor or stream position: JavaScript's largest safe integer,
+so JSON peers that parse numbers as doubles read every cursor exactly."""
+
 Cursor: TypeAlias = Annotated[
-    int, Meta(ge=0, description="A resume position: an integer >= 0.")
+    int,
+    Meta(
+        ge=0,
+        le=MAX_CURSOR,
+        description="A resume position: an integer from 0 to 2^53 - 1.",
+    ),
 ]
 Position: TypeAlias = Annotated[
-    int, Meta(ge=1, description="A stream sequence number: an integer >= 1.")
+    int,
+    Meta(
+        ge=1,
+        le=MAX_CURSOR,
+        description="A stream sequence number: an integer from 1 to 2^53 - 1.",
+    ),
 ]
 FreeForm: TypeAlias = Annotated[
     dict[str, Any], Meta(description="A free-form JSON object (host payload).")
