@@ -30,6 +30,10 @@ GROUPS = [
 ]
 
 
+def ignore_requests(request: Any) -> None:
+    """``on_request`` for sessions that leave the Agent's requests (approvals) unanswered."""
+
+
 def test_node_ws_client_against_our_listener() -> None:
     require_peer("ws")
 
@@ -92,7 +96,9 @@ def test_our_client_against_node_ws_server(node_server: NodeServer) -> None:
     url = f"ws://127.0.0.1:{node_server.port}/app-server"
 
     async def main() -> None:
-        async with connect(url, token=TOKEN, capabilities=GROUPS) as s:
+        async with connect(
+            url, token=TOKEN, capabilities=GROUPS, on_request=ignore_requests
+        ) as s:
             assert s.initialize_result.host_id == "node-host"
             assert "approvals.v1" not in s.initialize_result.capabilities
             event = core.Event(
@@ -129,6 +135,7 @@ def test_our_client_refuses_redirect_and_wrong_token(node_server: NodeServer) ->
                 f"ws://127.0.0.1:{node_server.port}/redirect",
                 token=TOKEN,
                 capabilities=GROUPS,
+                on_request=ignore_requests,
             ):
                 pass
         assert err.value.status == 302
@@ -137,6 +144,7 @@ def test_our_client_refuses_redirect_and_wrong_token(node_server: NodeServer) ->
                 f"ws://127.0.0.1:{node_server.port}/app-server",
                 token="wrong",
                 capabilities=GROUPS,
+                on_request=ignore_requests,
             ):
                 pass
         assert err.value.status == 401

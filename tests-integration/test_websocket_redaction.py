@@ -30,6 +30,10 @@ GROUPS = [
 ]
 
 
+def ignore_requests(request: Any) -> None:
+    """``on_request`` for sessions that leave the Agent's requests (approvals) unanswered."""
+
+
 class Capture(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -81,7 +85,12 @@ def test_token_never_appears(caplog: pytest.LogCaptureFixture) -> None:
         texts.append(repr(ctx))
         async with ctx as listener:
             texts.append(repr(listener))
-            client_ctx = connect(listener.url, token=TOKEN, capabilities=GROUPS)
+            client_ctx = connect(
+                listener.url,
+                token=TOKEN,
+                capabilities=GROUPS,
+                on_request=ignore_requests,
+            )
             texts.append(repr(client_ctx))
             async with client_ctx as s:
                 texts.extend([repr(s), repr(s.client), repr(s.initialize_result)])
@@ -89,7 +98,12 @@ def test_token_never_appears(caplog: pytest.LogCaptureFixture) -> None:
             texts.extend(repr(i) for i in infos)
             texts.extend(repr(i.headers) for i in infos)
             try:
-                async with connect(listener.url, token=WRONG, capabilities=GROUPS):
+                async with connect(
+                    listener.url,
+                    token=WRONG,
+                    capabilities=GROUPS,
+                    on_request=ignore_requests,
+                ):
                     pass
             except HandshakeRejected as exc:
                 grab(exc)
@@ -98,7 +112,12 @@ def test_token_never_appears(caplog: pytest.LogCaptureFixture) -> None:
                 listener.url + f"?token={TOKEN}",
             ):
                 try:
-                    connect(bad, token=TOKEN, capabilities=GROUPS)
+                    connect(
+                        bad,
+                        token=TOKEN,
+                        capabilities=GROUPS,
+                        on_request=ignore_requests,
+                    )
                 except ValueError as exc:
                     grab(exc)
             texts.append(

@@ -72,7 +72,7 @@ def _event(event_id: str, attempt: str, kind: str) -> Any:
 async def run_flow(url: str, token: str, t: Transcript) -> None:
     t.step("1. authentication happens before the upgrade")
     try:
-        async with connect(url, token="not-the-token", capabilities=GROUPS):
+        async with connect(url, token="not-the-token", capabilities=["sessions.v1"]):
             t.check(False, "a wrong token was refused")
     except HandshakeRejected as exc:
         t.say("<-", f"HTTP {exc.status} (no upgrade, no core Server saw us)")

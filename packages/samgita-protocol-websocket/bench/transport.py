@@ -45,6 +45,10 @@ GROUPS = [
 ]
 
 
+def ignore_requests(request: object) -> None:
+    """``on_request`` for sessions that leave the Agent's requests (approvals) unanswered."""
+
+
 def request_bytes(i: int, size: int) -> str:
     base = {
         "schema_version": "1.0",
@@ -161,12 +165,20 @@ async def idle_memory(token: str, connections: int) -> float:
         sessions = []
         try:
             # Warm up one session so imports and first-use allocations are not counted.
-            warm = connect(url, token=token, capabilities=GROUPS)
+            warm = connect(
+                url, token=token, capabilities=GROUPS, on_request=ignore_requests
+            )
             await warm.__aenter__()
             await asyncio.sleep(0.5)
             before = rss_kib(proc.pid)
             ctxs = [
-                connect(url, token=token, capabilities=GROUPS, open_timeout=120)
+                connect(
+                    url,
+                    token=token,
+                    capabilities=GROUPS,
+                    open_timeout=120,
+                    on_request=ignore_requests,
+                )
                 for _ in range(connections)
             ]
             for i in range(0, connections, 100):

@@ -30,6 +30,10 @@ GROUPS = [
 ]
 
 
+def ignore_requests(request: Any) -> None:
+    """``on_request`` for sessions that leave the Agent's requests (approvals) unanswered."""
+
+
 def factory() -> Any:
     return FakeAgent.factory(AgentState(message_deltas=2, delta_interval=0.0))
 
@@ -159,7 +163,11 @@ def test_resume_larger_than_the_notification_queue_returns_and_loses_nothing() -
             FakeAgent.factory(state), host="127.0.0.1", token="tok"
         ) as lis:
             async with connect(
-                lis.url, token="tok", capabilities=GROUPS, max_notifications=10
+                lis.url,
+                token="tok",
+                capabilities=GROUPS,
+                max_notifications=10,
+                on_request=ignore_requests,
             ) as s:
                 stream_id, cursors = await _turn_run_while_away(state, s)
                 last = state.turns[stream_id].replay.last_cursor
@@ -186,6 +194,7 @@ def test_cancelled_resume_loses_no_event_and_a_second_resume_continues() -> None
                 capabilities=GROUPS,
                 max_notifications=10,
                 client_options={"max_buffered_notifications": 130},
+                on_request=ignore_requests,
             ) as s:
                 stream_id, cursors = await _turn_run_while_away(state, s)
                 last = state.turns[stream_id].replay.last_cursor
@@ -430,7 +439,9 @@ def test_fake_agent_closes_1011_when_a_stream_event_cannot_be_sent() -> None:
 
     async def main() -> None:
         async with serve(make, host="127.0.0.1", token="tok") as lis:
-            async with connect(lis.url, token="tok", capabilities=GROUPS) as s:
+            async with connect(
+                lis.url, token="tok", capabilities=GROUPS, on_request=ignore_requests
+            ) as s:
                 thread = (await s.request("thread/start", {}, command_id="a")).thread
                 await s.request(
                     "turn/start",
@@ -569,5 +580,46 @@ def test_max_size_bounds_both_sides() -> None:
                         "project/event.receive", {"event": event}, command_id="c"
                     )
                 assert err.value.code == core.ErrorCode.MESSAGE_TOO_LARGE
+
+    asyncio.run(asyncio.wait_for(main(), 20))
+
+
+@pytest.mark.parametrize(
+    "caps",
+    [["approvals.v1"], ["cancellation.v1"], ["sessions.v1", "approvals.v1"]],
+)
+def test_offering_incoming_request_groups_requires_on_request(caps: list[str]) -> None:
+    url = "ws://127.0.0.1:1/app-server"
+    with pytest.raises(ValueError, match="on_request is required"):
+        connect(url, token="tok", capabilities=caps)
+    connect(url, token="tok", capabilities=caps, on_request=ignore_requests)
+    connect(url, token="tok", capabilities=["sessions.v1", "streaming.v1"])
+
+
+def test_approval_without_an_answer_is_never_answered_by_the_session() -> None:
+    seen: list[Any] = []
+    state = AgentState(message_deltas=1, delta_interval=0.0, approval_timeout=0.5)
+
+    async def main() -> None:
+        async with serve(
+            FakeAgent.factory(state), host="127.0.0.1", token="tok"
+        ) as lis:
+            async with connect(
+                lis.url, token="tok", capabilities=GROUPS, on_request=seen.append
+            ) as s:
+                thread = (await s.request("thread/start", {}, command_id="a")).thread
+                await s.request(
+                    "turn/start",
+                    {
+                        "thread_id": thread.thread_id,
+                        "input": [{"type": "text", "text": "x"}],
+                    },
+                    command_id="b",
+                )
+                while not state.approvals:
+                    await asyncio.sleep(0.02)
+        assert len(seen) == 1
+        # The caller did not answer: the Agent's deadline decided, not the library.
+        assert list(state.approvals.values()) == ["expired"]
 
     asyncio.run(asyncio.wait_for(main(), 20))

@@ -31,6 +31,10 @@ GROUPS = [
 ]
 
 
+def ignore_requests(request: Any) -> None:
+    """``on_request`` for sessions that leave the Agent's requests (approvals) unanswered."""
+
+
 def factory() -> Any:
     return FakeAgent.factory(AgentState(message_deltas=2, delta_interval=0.0))
 
@@ -106,7 +110,7 @@ def test_bad_token_refused_without_echoing_it(token: str) -> None:
 )
 def test_client_url_refused(url: str, match: str) -> None:
     with pytest.raises(ValueError, match=match) as err:
-        connect(url, token=TOKEN, capabilities=GROUPS)
+        connect(url, token=TOKEN, capabilities=GROUPS, on_request=ignore_requests)
     assert TOKEN not in str(err.value)
 
 
@@ -118,8 +122,14 @@ def test_client_non_loopback_ws_needs_explicit_opt_out_and_wss_verifies_by_defau
         token=TOKEN,
         capabilities=GROUPS,
         allow_insecure_non_loopback=True,
+        on_request=ignore_requests,
     )
-    c = connect("wss://192.0.2.1:1/app-server", token=TOKEN, capabilities=GROUPS)
+    c = connect(
+        "wss://192.0.2.1:1/app-server",
+        token=TOKEN,
+        capabilities=GROUPS,
+        on_request=ignore_requests,
+    )
     assert c._ssl is not None
     assert c._ssl.verify_mode == ssl.CERT_REQUIRED and c._ssl.check_hostname
     with pytest.raises(ValueError, match="ssl"):
@@ -128,6 +138,7 @@ def test_client_non_loopback_ws_needs_explicit_opt_out_and_wss_verifies_by_defau
             token=TOKEN,
             capabilities=GROUPS,
             ssl=ssl.create_default_context(),
+            on_request=ignore_requests,
         )
     assert TOKEN not in repr(c)
 
@@ -158,7 +169,9 @@ def test_bearer_authenticator_and_request_view_hide_credentials() -> None:
 
 async def _refused(url: str, **kwargs: Any) -> int:
     with pytest.raises(HandshakeRejected) as err:
-        async with connect(url, capabilities=GROUPS, **kwargs):
+        async with connect(
+            url, capabilities=GROUPS, **kwargs, on_request=ignore_requests
+        ):
             pass
     return err.value.status
 
@@ -183,7 +196,10 @@ def test_custom_async_authenticator_principal_reaches_connection_info() -> None:
             make, host="127.0.0.1", authenticator=authenticator
         ) as listener:
             async with connect(
-                listener.url, token="alice-key", capabilities=GROUPS
+                listener.url,
+                token="alice-key",
+                capabilities=GROUPS,
+                on_request=ignore_requests,
             ) as s:
                 assert s.initialize_result.host_id == listener.host_id
             assert await _refused(listener.url, token="bob-key") == 401
@@ -239,16 +255,29 @@ def test_wss_verifies_peer_by_default() -> None:
         ) as listener:
             assert listener.url.startswith("wss://")
             with pytest.raises(ssl.SSLCertVerificationError):
-                async with connect(listener.url, token=TOKEN, capabilities=GROUPS):
+                async with connect(
+                    listener.url,
+                    token=TOKEN,
+                    capabilities=GROUPS,
+                    on_request=ignore_requests,
+                ):
                     pass
             trusting = ssl.create_default_context(cafile=str(cert))
             async with connect(
-                listener.url, token=TOKEN, capabilities=GROUPS, ssl=trusting
+                listener.url,
+                token=TOKEN,
+                capabilities=GROUPS,
+                ssl=trusting,
+                on_request=ignore_requests,
             ) as s:
                 assert s.connected
             wrong_name = listener.url.replace("127.0.0.1", "localhost")
             async with connect(
-                wrong_name, token=TOKEN, capabilities=GROUPS, ssl=trusting
+                wrong_name,
+                token=TOKEN,
+                capabilities=GROUPS,
+                ssl=trusting,
+                on_request=ignore_requests,
             ) as s:
                 assert s.connected  # localhost is in the certificate too
 
@@ -319,7 +348,12 @@ def test_peer_not_reading_is_closed_1008_with_reason() -> None:
 def test_disconnect_makes_mutation_uncertain_and_reconnect_reinitializes() -> None:
     async def main() -> None:
         async with serve(factory(), host="127.0.0.1", token=TOKEN) as listener:
-            async with connect(listener.url, token=TOKEN, capabilities=GROUPS) as s:
+            async with connect(
+                listener.url,
+                token=TOKEN,
+                capabilities=GROUPS,
+                on_request=ignore_requests,
+            ) as s:
                 first = s.initialize_result.connection_id
                 thread = (
                     await s.request("thread/start", {}, command_id="cmd-1")
@@ -439,7 +473,11 @@ def test_full_notification_queue_stops_reading_and_close_still_ends_iteration() 
             FakeAgent.factory(state), host="127.0.0.1", token=TOKEN
         ) as listener:
             ctx = connect(
-                listener.url, token=TOKEN, capabilities=GROUPS, max_notifications=2
+                listener.url,
+                token=TOKEN,
+                capabilities=GROUPS,
+                max_notifications=2,
+                on_request=ignore_requests,
             )
             s = await ctx.__aenter__()
             thread = (await s.request("thread/start", {}, command_id="a")).thread
@@ -474,7 +512,12 @@ def test_reconnect_authenticates_again() -> None:
 
     async def main() -> None:
         async with serve(factory(), host="127.0.0.1", authenticator=once) as listener:
-            async with connect(listener.url, token=TOKEN, capabilities=GROUPS) as s:
+            async with connect(
+                listener.url,
+                token=TOKEN,
+                capabilities=GROUPS,
+                on_request=ignore_requests,
+            ) as s:
                 with pytest.raises(HandshakeRejected) as err:
                     await s.reconnect()
                 assert err.value.status == 401
@@ -490,7 +533,12 @@ def test_fake_agent_interrupt_and_cancel() -> None:
         async with serve(
             FakeAgent.factory(state), host="127.0.0.1", token=TOKEN
         ) as listener:
-            async with connect(listener.url, token=TOKEN, capabilities=GROUPS) as s:
+            async with connect(
+                listener.url,
+                token=TOKEN,
+                capabilities=GROUPS,
+                on_request=ignore_requests,
+            ) as s:
                 thread = (await s.request("thread/start", {}, command_id="a")).thread
                 turn = (
                     await s.request(

@@ -471,6 +471,9 @@ class Session:
         elif isinstance(effect, core.RequestReceived):
             callback = self._owner._on_request
             if callback is None:
+                # Unreachable in practice: connect() requires on_request for
+                # every group with incoming requests, and the core refuses
+                # requests of groups not negotiated.  Refuse, never decide.
                 await self._send(
                     self._client.reply_error(
                         effect.request,
@@ -628,6 +631,24 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         self._on_request = (
             None if on_request is None else check_callable("on_request", on_request)
         )
+        # Groups whose requests the peer may send to this client (approvals,
+        # cancellation of them): only the caller answers those, so a caller
+        # offering them must say how it takes them.  No automatic answer.
+        incoming = sorted(
+            {
+                spec.group
+                for spec in core.METHODS.values()
+                if spec.kind == "request"
+                and spec.direction in ("server", "either")
+                and spec.group in self._capabilities
+            }
+        )
+        if incoming and self._on_request is None:
+            raise ValueError(
+                f"on_request is required when offering {', '.join(incoming)}: the "
+                "peer may send requests there that only the caller answers "
+                "(Session.reply / Session.reply_error)"
+            )
         self._host_id = host_id
         self._checkpoints = checkpoints
         self._ssl = check_ssl("ssl", ssl)
