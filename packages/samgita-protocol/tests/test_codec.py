@@ -237,6 +237,10 @@ def test_ids_count_utf8_bytes() -> None:
         ("2026-01-01T00:00:00Z\n", False),
         ("２０２６-01-01T00:00:00Z", False),
         ("2026-00-01T00:00:00Z", False),
+        ("0000-01-01T00:00:00Z", False),
+        ("0000-02-29T00:00:00Z", False),
+        ("0001-01-01T00:00:00Z", True),
+        ("9999-12-31T23:59:59Z", True),
     ],
 )
 def test_timestamps_are_real_utc_calendar_times(stamp: str, ok: bool) -> None:

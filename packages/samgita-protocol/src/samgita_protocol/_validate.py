@@ -185,7 +185,8 @@ def _timestamp_ok(value: str) -> bool:
         return False
     year, month, day, hour, minute, second = (int(g) for g in m.groups())
     return (
-        1 <= month <= 12
+        year >= 1  # no year 0000 in the (proleptic Gregorian) calendar
+        and 1 <= month <= 12
         and _days_ok(year, month, day)
         and hour <= 23
         and minute <= 59
