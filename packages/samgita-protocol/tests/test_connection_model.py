@@ -150,8 +150,15 @@ def snapshot(client: Client) -> tuple[Any, ...]:
         dict(client.incoming),
         client.buffered,
         client.checkpoints(),
+        {sid: client._streams.position(sid) for sid in client.checkpoints()},
+        [(c, n) for _, c, n in client._streams._buffer],
         client._outbox.terminal_ids(),
         client._outbox._counter,
+        dict(client._outbox.uncertain_reasons),
+        list(client._resumes),  # correlated stream/resume results, in order
+        client.host_id,
+        client._offer,
+        client.version,
     )
 
 
