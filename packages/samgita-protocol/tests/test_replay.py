@@ -401,3 +401,43 @@ def check_append(
             r.append(n)
         assert e.value.code is ErrorCode.LIMIT_EXCEEDED
         assert (r.first_cursor, r.last_cursor, r.retained_bytes) == before
+
+
+class TestPageBytes:
+    """Pages fit in one message: stored sizes plus PAGE_OVERHEAD."""
+
+    def test_page_boundaries_by_bytes(self) -> None:
+        from samgita_protocol._replay import PAGE_OVERHEAD
+
+        r = Replay("s")
+        for i in range(9):  # one-digit cursors: equal sizes
+            r.append(delta(i, text="x" * 1000))
+        size = r.retained_bytes // 9
+        assert all(len(encode(e)) == size for e in r.since(0))
+        for k in (1, 3, 8):
+            exact = PAGE_OVERHEAD + k * (size + 1)
+            assert len(r.since(0, max_bytes=exact)) == k
+            assert len(r.since(0, max_bytes=exact - 1)) == k - 1
+            page = r.page(2, max_bytes=exact)
+            assert [e.cursor for e in page.events] == list(range(3, 3 + min(k, 7)))
+            assert page.has_more == (2 + k < 9)
+        assert r.since(0, max_bytes=PAGE_OVERHEAD) == []
+        assert len(r.since(0)) == 9  # the default budget: max_message_bytes
+        with pytest.raises(TypeError):
+            r.since(0, max_bytes="1")  # type: ignore[arg-type]
+
+    def test_an_event_no_one_event_page_could_carry_is_refused(self) -> None:
+        from samgita_protocol._replay import PAGE_OVERHEAD
+
+        r = Replay("s", max_message_bytes=PAGE_OVERHEAD + 2000)
+        r.append(delta(1, text="x" * 1000))
+        with pytest.raises(ProtocolError) as raised:
+            r.append(delta(2, text="x" * 2000))
+        assert raised.value.code == ErrorCode.LIMIT_EXCEEDED
+        assert raised.value.data == {
+            "limit": "max_message_bytes",
+            "max": PAGE_OVERHEAD + 2000,
+        }
+        assert (r.last_cursor, len(r)) == (1, 1)
+        with pytest.raises(ValueError, match="max_message_bytes"):
+            Replay("s", max_message_bytes=0)

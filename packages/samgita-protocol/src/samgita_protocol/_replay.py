@@ -312,13 +312,17 @@ class Replay:
         if upto == cursor:
             return []
         start = cursor + 1 - self._base
-        used = PAGE_OVERHEAD
-        count = 0
-        for size in self._sizes[start : start + upto - cursor]:
-            used += size + 1
-            if used > budget:
-                break
-            count += 1
+        sizes = self._sizes[start : start + upto - cursor]
+        count = len(sizes)
+        if PAGE_OVERHEAD + sum(sizes) + count > budget:
+            # Not the whole page: stop before the event that passes the budget.
+            used = PAGE_OVERHEAD
+            count = 0
+            for size in sizes:
+                used += size + 1
+                if used > budget:
+                    break
+                count += 1
         events = self._events[start : start + count]
         # Every slot in cursor+1..upto is retained, so none is None.
         return cast("list[Notification]", events)
