@@ -9,12 +9,14 @@ transport's bounds.
 
 Backpressure: the outbound queue holds at most ``max_outbound_messages``
 encoded messages, and ``websockets`` buffers at most ``write_limit`` bytes
-more.  A producer (the reader answering requests, an Agent pushing
-notifications) waits for room; when it has waited ``send_timeout`` the peer
-is not reading, and the connection is closed with 1008 and the reason
-``"peer is not reading (outbound queue full)"``.  Nothing is dropped while the
-connection is up; after the close the core's disconnect semantics apply on
-both sides.  Inbound, ``websockets`` stops reading the socket once
+more, and one message at a time is inside ``websockets``' send (a lock
+shared by direct sends and the writer).  A producer (the reader answering
+requests, an Agent pushing notifications) waits for room; when it has waited
+``send_timeout``, or one send (direct or the writer's) has taken that long,
+the peer is not reading, and the connection is closed with 1008 and the
+reason ``"peer is not reading (outbound queue full)"``.  Nothing is dropped
+while the connection is up; after the close the core's disconnect semantics
+apply on both sides.  Inbound, ``websockets`` stops reading the socket once
 ``max_inbound_frames`` frames wait, and the reader handles one message at a
 time, so a peer that floods us is slowed by TCP, not buffered.
 """
