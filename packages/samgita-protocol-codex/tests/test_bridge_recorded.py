@@ -177,7 +177,8 @@ def test_turn_streams_native_deltas_with_contiguous_cursors() -> None:
     assert "".join(d.params.delta for d in deltas) == "Hello from the scripted model."
     sequenced = _sequenced(h)
     assert [n.cursor for n in sequenced] == list(range(1, len(sequenced) + 1))
-    assert {n.stream_id for n in sequenced} == {"codex-stream-1"}
+    # derived from the Codex thread id: stable across bridge restarts
+    assert {n.stream_id for n in sequenced} == {f"codex-{h.thread_id}"}
     completed = [
         n
         for n in h.notifications("item/completed")
@@ -186,7 +187,12 @@ def test_turn_streams_native_deltas_with_contiguous_cursors() -> None:
     assert completed[-1].params.item.text == "Hello from the scripted model."
     assert completed[-1].params.item.status == "completed"
     assert h.notifications("turn/completed")[-1].params.turn.status == "completed"
-    assert h.bridge.unmapped_notifications["thread/status/changed"] >= 1
+    # thread/status/changed has a row: idle/active are counted, not forwarded
+    assert h.bridge.unmapped_notifications["thread/status/changed"] == 0
+    assert sum(
+        n for k, n in h.bridge.not_forwarded.items()
+        if k.startswith("thread/status/changed:")
+    ) >= 1  # fmt: skip
     assert any(isinstance(m, CodexUnmapped) for m in h.native)
 
 
@@ -236,7 +242,7 @@ def test_stream_resume_from_the_bridge_replay() -> None:
     ) == 1  # Codex not re-initialized
     h.request(
         "stream/resume",
-        StreamResumeParams(stream_id="codex-stream-1", cursor=2),
+        StreamResumeParams(stream_id=f"codex-{h.thread_id}", cursor=2),
         mutation=False,
     )
     page = h.native[-1].result

@@ -144,7 +144,7 @@ def test_codex_error_becomes_a_native_error_naming_the_method() -> None:
     (out,) = bridge.receive_codex(line.encode())
     error = out.message.error  # type: ignore[union-attr]
     assert error.code == ErrorCode.INTERNAL_ERROR and "thread/read" in error.message
-    assert error.data == {"codex_code": -32600}
+    assert error.data == {"codex_code": -32600, "codex_method": "thread/read"}
 
 
 def test_response_to_nothing_and_garbage_are_protocol_errors() -> None:
@@ -154,7 +154,7 @@ def test_response_to_nothing_and_garbage_are_protocol_errors() -> None:
     assert info.value.code == ErrorCode.UNKNOWN_RESPONSE
     with pytest.raises(ProtocolError) as info:
         bridge.receive_codex(b"not json")
-    assert info.value.code == ErrorCode.INVALID_MESSAGE
+    assert info.value.code == ErrorCode.INVALID_JSON
     with pytest.raises(ProtocolError) as info:
         bridge.receive_codex(b'{"method":"turn/started","params":{"threadId":1}}')
     assert info.value.code == ErrorCode.INVALID_MESSAGE

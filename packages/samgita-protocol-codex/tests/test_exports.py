@@ -14,7 +14,18 @@ import samgita_protocol_codex
 EXPECTED: frozenset[str] = frozenset(
     {
         "DEFAULT_APPROVAL_TIMEOUT",
+        "MAX_APPROVALS",
+        "MAX_CODEX_DEPTH",
+        "MAX_CODEX_LINE_BYTES",
+        "MAX_DELTA_CHARS",
+        "MAX_ITEM_TEXT_CHARS",
+        "MAX_PENDING",
+        "MAX_STREAMS",
+        "MAX_THREAD_READ_TURNS",
+        "MAX_UNMAPPED_METHODS",
+        "UNMAPPED_OVERFLOW",
         "ApprovalResolved",
+        "BridgeReport",
         "CodexBridge",
         "CodexUnmapped",
         "CodexStdio",

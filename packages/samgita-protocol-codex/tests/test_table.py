@@ -75,3 +75,28 @@ def _variants(union: object) -> tuple[type, ...]:
     if typing.get_origin(union) is typing.Annotated:
         union = typing.get_args(union)[0]
     return typing.get_args(union) or (union,)  # type: ignore[return-value]
+
+
+def test_stream_resume_is_rendered_as_served_by_the_bridge() -> None:
+    row = next(
+        line
+        for line in render_table().splitlines()
+        if line.startswith("| `stream/resume` |")
+    )
+    assert "served by the bridge" in row and "refused" not in row
+
+
+def test_row_kinds_agree_with_their_codex_methods() -> None:
+    for row in TRANSLATIONS:
+        if row.kind == "codex":
+            assert row.codex, row
+        else:
+            assert not row.codex and row.direction == "native->codex", row
+    locally = {r.native for r in TRANSLATIONS if r.kind == "handled_locally"}
+    assert locally == {"stream/resume"}
+
+
+def test_thread_status_changed_has_an_explicit_row() -> None:
+    rows = [r for r in TRANSLATIONS if "thread/status/changed" in r.codex]
+    assert len(rows) == 1 and rows[0].native == "thread/closed"
+    assert "not forwarded" in rows[0].note

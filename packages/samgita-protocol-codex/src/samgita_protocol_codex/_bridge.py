@@ -11,17 +11,26 @@ Bytes and envelopes in, :data:`Output` values out; the caller owns both links
 * numbers its Codex requests itself (0, 1, ...), independent of the native
   ids and of Codex's own server-request ids;
 * validates every Codex message it sends against the strict (``outbound``)
-  generated types, and decodes Codex input with the tolerant (``inbound``)
-  ones, params in a second stage from ``msgspec.Raw``;
+  generated types, and every native message it produces with the core
+  :func:`~samgita_protocol.encode`;
+* checks each Codex line on its bytes before decoding it (size, nesting
+  depth, repeated keys), then decodes it with the tolerant (``inbound``)
+  types, params in a second stage from ``msgspec.Raw``; only
+  :class:`~samgita_protocol.ProtocolError` (origin ``"peer"``) leaves
+  :meth:`CodexBridge.receive_codex`, and on error the bridge is unchanged;
 * sequences thread-scoped notifications per Codex thread into a core
-  :class:`~samgita_protocol.Replay` with a bridge-assigned ``stream_id``, so
+  :class:`~samgita_protocol.Replay` with a ``stream_id`` derived from the
+  Codex thread id, whether or not a native session is connected, so
   ``stream/resume`` is answered after a native reconnect;
-* never answers an approval itself.
+* never answers an approval itself: while no native session is negotiated
+  an approval waits, and it is (re-)sent after the next native initialize.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -67,6 +76,7 @@ from samgita_protocol import (
     TurnSteerParams,
     TurnSteerResult,
     decode_result,
+    encode,
 )
 
 from ._generated import inbound, outbound
@@ -80,7 +90,18 @@ from ._table import (
 
 __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT",
+    "MAX_APPROVALS",
+    "MAX_CODEX_DEPTH",
+    "MAX_CODEX_LINE_BYTES",
+    "MAX_DELTA_CHARS",
+    "MAX_ITEM_TEXT_CHARS",
+    "MAX_PENDING",
+    "MAX_STREAMS",
+    "MAX_THREAD_READ_TURNS",
+    "MAX_UNMAPPED_METHODS",
+    "UNMAPPED_OVERFLOW",
     "ApprovalResolved",
+    "BridgeReport",
     "CodexBridge",
     "CodexUnmapped",
     "Output",
@@ -91,6 +112,33 @@ __all__ = [
 #: Default time a native client has to answer a forwarded approval (the
 #: native ``deadline``); Codex itself waits without a bound.
 DEFAULT_APPROVAL_TIMEOUT: Final = _dt.timedelta(minutes=5)
+
+#: Deepest container nesting accepted in one Codex line, checked on the
+#: bytes before anything decodes them (msgspec recurses per level).
+MAX_CODEX_DEPTH: Final = 128
+#: Largest Codex line accepted (``message_too_large`` above it).
+MAX_CODEX_LINE_BYTES: Final = 64 * 1024 * 1024
+#: Default bound of Codex requests in flight (``limit_exceeded`` above it).
+MAX_PENDING: Final = 1024
+#: Default bound of forwarded, unanswered approvals.
+MAX_APPROVALS: Final = 256
+#: Default bound of per-thread streams (Replays) the bridge keeps.
+MAX_STREAMS: Final = 1024
+#: Distinct method keys of :attr:`CodexBridge.unmapped_notifications`; the
+#: rest are counted under :data:`UNMAPPED_OVERFLOW`.
+MAX_UNMAPPED_METHODS: Final = 256
+UNMAPPED_OVERFLOW: Final = "(other)"
+#: A Codex delta longer than this many code points becomes several native
+#: ``item/delta`` notifications with contiguous cursors (at most 6 bytes a
+#: code point when escaped, so each stays well under the 1 MiB message bound).
+MAX_DELTA_CHARS: Final = 128 * 1024
+#: ``Item.text`` (agent message text, command ``aggregatedOutput``) longer
+#: than this is cut to it, followed by :data:`_TRUNCATED` naming the full length.
+MAX_ITEM_TEXT_CHARS: Final = 128 * 1024
+#: The native ``thread/read`` result holds at most 256 turns: the newest are kept.
+MAX_THREAD_READ_TURNS: Final = 256
+
+_TRUNCATED: Final = "\n[samgita bridge: text truncated, {total} code points in Codex]"
 
 #: JSON-RPC "method not found", sent for Codex server requests the bridge refuses.
 _METHOD_NOT_FOUND: Final = -32601
@@ -121,7 +169,30 @@ class ApprovalResolved(msgspec.Struct, frozen=True, kw_only=True):
     request_id: str
 
 
-Output = ToCodex | ToNative | CodexUnmapped | ApprovalResolved
+class BridgeReport(msgspec.Struct, frozen=True, kw_only=True):
+    """Something the caller must know about that is not a message to send.
+
+    ``kind``:
+
+    * ``invalid_reply``: Codex answered a bridge request with a result that
+      does not match the schema or cannot be translated; the native request
+      was answered ``invalid_result`` (the Codex link is suspect).
+    * ``reinitialize_failed``: the bridge's own re-``initialize`` after
+      :meth:`CodexBridge.codex_connected` failed; the Codex link is ``down``
+      and the caller should reconnect it.
+    * ``undelivered``: a native notification that is not replayable
+      (``thread/started``, ``thread/closed``) arrived with no native session
+      that negotiated its group; counted in :attr:`CodexBridge.undelivered`.
+    * ``truncated``: a Codex result had more than the native schema holds
+      (``thread/read`` turns beyond :data:`MAX_THREAD_READ_TURNS`).
+    """
+
+    kind: Literal["invalid_reply", "reinitialize_failed", "undelivered", "truncated"]
+    method: str
+    message: str
+
+
+Output = ToCodex | ToNative | CodexUnmapped | ApprovalResolved | BridgeReport
 
 
 class _CodexError(msgspec.Struct, frozen=True):
@@ -139,6 +210,7 @@ class _CodexIn(msgspec.Struct, frozen=True):
 
 
 _ENVELOPE: Final = msgspec.json.Decoder(_CodexIn)
+_ANY: Final = msgspec.json.Decoder()
 _ENCODER: Final = msgspec.json.Encoder()
 _STRICT_REQUEST: Final = msgspec.json.Decoder(outbound.ClientRequest)
 _STRICT_NOTIFICATION: Final = msgspec.json.Decoder(outbound.ClientNotification)
@@ -155,6 +227,7 @@ _STRICT_APPROVAL_RESULT: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
 _NOTIFICATION_PARAMS: Final[Mapping[str, Any]] = {
     "thread/started": inbound.ThreadStartedNotification,
     "thread/closed": inbound.ThreadClosedNotification,
+    "thread/status/changed": inbound.ThreadStatusChangedNotification,
     "turn/started": inbound.TurnStartedNotification,
     "turn/completed": inbound.TurnCompletedNotification,
     "item/started": inbound.ItemStartedNotification,
@@ -176,34 +249,148 @@ _TURN_STATUS: Final = {
     "failed": "failed",
 }
 _THREAD_STATUS: Final = {"idle": "idle", "notLoaded": "idle", "active": "active"}
+#: Codex ``thread/status/changed`` statuses forwarded as native ``thread/closed``;
+#: the others (``idle``, ``notLoaded``, ``active``) are counted in
+#: :attr:`CodexBridge.not_forwarded`, not sent.
+_CLOSING_STATUSES: Final = frozenset({"systemError"})
+
+# Largest epoch second a native timestamp (year <= 9999) can show.
+_MAX_EPOCH: Final = 253_402_300_799
+_EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+# -- byte-level checks of a Codex line (the core's rules, Codex's depth bound)
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_STRING_OR_KEY: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\n\r]*:)?', re.S)
+_BRACKET: Final = re.compile(rb"[\[\]{}]")
+
+
+def _peer(code: ErrorCode, message: str, **data: Any) -> ProtocolError:
+    return ProtocolError(code, message, data=data or None, origin="peer")
+
+
+def _depth_within(data: bytes, limit: int) -> bool:
+    # Brackets outside string literals; a prefix that is valid JSON is
+    # scanned exactly, which is all a decoder recurses into before failing.
+    if data.count(b"{") + data.count(b"[") <= limit:
+        return True
+    depth = 0
+    for m in _BRACKET.finditer(_STRING.sub(b"", data)):
+        if m.group() in b"[{":
+            depth += 1
+            if depth > limit:
+                return False
+        else:
+            depth -= 1
+    return True
+
+
+def _key_count(tree: Any) -> int:
+    count = 0
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            count += len(node)
+            stack.extend(v for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, dict | list))
+    return count
+
+
+def _checked_line(line: Any) -> tuple[bytes, Any]:
+    """The line's bytes and its untyped JSON tree, or a peer ProtocolError.
+
+    Duplicate keys: every string token followed by ``:`` is a key; a decoded
+    object keeps one entry per distinct key, so fewer decoded keys than key
+    tokens means an object repeats a key (``duplicate_key``, as the core).
+    """
+    if isinstance(line, bytearray | memoryview):
+        line = bytes(line)
+    if not isinstance(line, bytes):
+        raise _peer(ErrorCode.INVALID_MESSAGE, "a Codex line must be bytes")
+    if len(line) > MAX_CODEX_LINE_BYTES:
+        raise _peer(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"Codex line is larger than {MAX_CODEX_LINE_BYTES} bytes",
+        )
+    if not _depth_within(line, MAX_CODEX_DEPTH):
+        raise _peer(
+            ErrorCode.DEPTH_EXCEEDED, f"Codex JSON nests deeper than {MAX_CODEX_DEPTH}"
+        )
+    try:
+        tree = _ANY.decode(line)
+    except msgspec.DecodeError as exc:
+        raise _peer(ErrorCode.INVALID_JSON, f"bad Codex JSON: {exc}"[:512]) from None
+    except UnicodeDecodeError:
+        raise _peer(ErrorCode.INVALID_UTF8, "Codex line is not UTF-8") from None
+    tokens = _STRING_OR_KEY.findall(line)
+    if len(tokens) - tokens.count(b"") != _key_count(tree):
+        raise _peer(ErrorCode.DUPLICATE_KEY, "a Codex object repeats a key")
+    return line, tree
 
 
 def _timestamp(value: _dt.datetime) -> str:
     return value.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _epoch_timestamp(seconds: int) -> str:
+    if not 0 <= seconds <= _MAX_EPOCH:
+        raise _peer(
+            ErrorCode.INVALID_MESSAGE,
+            "Codex createdAt is out of the range a timestamp can show",
+            value=str(seconds)[:64],
+        )
+    return _timestamp(_EPOCH + _dt.timedelta(seconds=seconds))
+
+
 def _thread(thread: Any) -> Thread:
     status = _THREAD_STATUS.get(thread.status.__struct_config__.tag, "closed")
-    created = _dt.datetime.fromtimestamp(thread.createdAt, _dt.UTC)
-    return Thread(thread_id=thread.id, status=status, created_at=_timestamp(created))  # type: ignore[arg-type]
+    created = _epoch_timestamp(thread.createdAt)
+    return Thread(thread_id=thread.id, status=status, created_at=created)  # type: ignore[arg-type]
 
 
 def _turn(turn: Any, thread_id: str) -> Turn:
-    return Turn(turn_id=turn.id, thread_id=thread_id, status=_TURN_STATUS[turn.status])  # type: ignore[arg-type]
+    status = _TURN_STATUS.get(turn.status)
+    if status is None:
+        raise _peer(ErrorCode.INVALID_MESSAGE, "unknown Codex turn status")
+    return Turn(turn_id=turn.id, thread_id=thread_id, status=status)  # type: ignore[arg-type]
+
+
+def _bounded_text(text: str) -> str:
+    if len(text) <= MAX_ITEM_TEXT_CHARS:
+        return text
+    return text[:MAX_ITEM_TEXT_CHARS] + _TRUNCATED.format(total=len(text))
 
 
 def _item(item: Any, *, completed: bool) -> Item:
     kind = item.__struct_config__.tag
     text: str | UnsetType = UNSET
     if kind == "agentMessage":
-        text = item.text
+        text = _bounded_text(item.text)
     elif kind == "commandExecution" and isinstance(item.aggregatedOutput, str):
-        text = item.aggregatedOutput
+        text = _bounded_text(item.aggregatedOutput)
     status: Any = UNSET
     if completed:
         failed = getattr(item, "status", "completed") in ("failed", "declined")
         status = "failed" if failed else "completed"
     return Item(item_id=item.id, type=kind, text=text, status=status)
+
+
+def _pieces(delta: str) -> list[str]:
+    if len(delta) <= MAX_DELTA_CHARS:
+        return [delta]
+    return [
+        delta[i : i + MAX_DELTA_CHARS] for i in range(0, len(delta), MAX_DELTA_CHARS)
+    ]
+
+
+def _stream_id(thread_id: str) -> str:
+    """``codex-<thread id>``: stable across bridge restarts; a digest when too long."""
+    candidate = f"codex-{thread_id}"
+    if 0 < len(thread_id) and len(candidate.encode("utf-8", "surrogatepass")) <= 256:
+        return candidate
+    digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"codex-sha256-{digest}"
 
 
 def _text_input(items: Any) -> list[outbound.TextUserInput]:
@@ -233,15 +420,25 @@ def _reply(request: Request, result: msgspec.Struct) -> ToNative:
     )
 
 
+def _settled(native: Request, why: str) -> ToNative:
+    spec = METHODS.get(native.method)
+    if spec is not None and spec.mutation:
+        return _error(native, ErrorCode.AMBIGUOUS_DISCONNECT, f"{why} mid-request")
+    return _error(native, ErrorCode.DISCONNECTED, why)
+
+
 class _Pending(msgspec.Struct, kw_only=True):
     method: str  # the Codex method
-    native: Request
+    # None: the bridge's own re-initialize, or a request whose native
+    # connection went away (its late answer is absorbed).
+    native: Request | None
 
 
 class _Approval(msgspec.Struct, kw_only=True):
     codex_id: int | str
     codex_method: str
     request: Request
+    sent: bool  # delivered to the current native session
 
 
 class CodexBridge:
@@ -254,6 +451,9 @@ class CodexBridge:
         approval_timeout: native ``deadline`` of forwarded approvals.
         now: the wall clock (tests pass a fixed one).
         max_events, max_bytes: bounds of each per-thread :class:`Replay`.
+        max_pending, max_approvals, max_streams, max_unmapped_methods: the
+            bounds of the bridge's tables (see :data:`MAX_PENDING` etc.);
+            overflow is ``limit_exceeded``.
     """
 
     def __init__(
@@ -266,6 +466,10 @@ class CodexBridge:
         now: Callable[[], _dt.datetime] | None = None,
         max_events: int = 1024,
         max_bytes: int = 8 * 1024 * 1024,
+        max_pending: int = MAX_PENDING,
+        max_approvals: int = MAX_APPROVALS,
+        max_streams: int = MAX_STREAMS,
+        max_unmapped_methods: int = MAX_UNMAPPED_METHODS,
     ) -> None:
         self._host_id = host_id
         self._client_info = outbound.ClientInfo(
@@ -275,6 +479,10 @@ class CodexBridge:
         self._now = now or (lambda: _dt.datetime.now(_dt.UTC))
         self._max_events = max_events
         self._max_bytes = max_bytes
+        self._max_pending = max_pending
+        self._max_approvals = max_approvals
+        self._max_streams = max_streams
+        self._max_unmapped = max_unmapped_methods
         self._next_codex_id = 0
         self._next_native_id = 0
         self._codex: Literal["fresh", "initializing", "ready", "down"] = "fresh"
@@ -283,14 +491,37 @@ class CodexBridge:
         self._approvals: dict[str, _Approval] = {}
         self._streams: dict[str, Replay] = {}  # Codex thread id -> its native stream
         self._connection_seq = 0
-        #: Codex notifications without a native translation, by method.
+        #: Codex notifications without a native translation, by method (at
+        #: most ``max_unmapped_methods`` keys, then :data:`UNMAPPED_OVERFLOW`).
         self.unmapped_notifications: Counter[str] = Counter()
+        #: Translated Codex notifications the table says are not forwarded,
+        #: by ``method:detail`` (e.g. ``thread/status/changed:idle``).
+        self.not_forwarded: Counter[str] = Counter()
+        #: Native notifications that were neither deliverable (no native
+        #: session with their group) nor replayable, by native method.
+        self.undelivered: Counter[str] = Counter()
 
     # ------------------------------------------------------------ native side
 
-    def native_connected(self) -> None:
-        """A new native connection: it must ``connection/initialize`` again."""
+    def native_connected(self) -> list[Output]:
+        """A new native connection: it must ``connection/initialize`` again.
+
+        Requests of the previous native connection still waiting for Codex
+        are settled (``ambiguous_disconnect`` for a mutation, ``disconnected``
+        for a read; addressed to the old connection, for the caller's log);
+        Codex's later answers to them are absorbed, nothing is re-sent.
+        Forwarded approvals stay pending and are re-sent after the next
+        successful native initialize. Streams are kept.
+        """
         self._native_groups = None
+        out: list[Output] = []
+        for pending in self._pending.values():
+            if pending.native is not None:
+                out.append(_settled(pending.native, "native connection replaced"))
+                pending.native = None
+        for approval in self._approvals.values():
+            approval.sent = False
+        return out
 
     def stream_id(self, thread_id: str) -> str | None:
         """The native ``stream_id`` of a Codex thread, once it has one."""
@@ -302,8 +533,9 @@ class CodexBridge:
 
         Refusals come back as native error responses (``not_initialized``,
         ``unsupported`` naming the method, ``disconnected`` while the Codex
-        link is down, ``not_found`` for an unknown stream); nothing is raised
-        for a well-formed request.
+        link is down, ``not_found`` for an unknown stream, ``limit_exceeded``
+        with :data:`MAX_PENDING` requests in flight); nothing is raised for a
+        well-formed request.
 
         Raises:
             ProtocolError: ``invalid_message`` when ``request`` is not a Request.
@@ -320,7 +552,7 @@ class CodexBridge:
                 )
             ]
         row = NATIVE_REQUESTS.get(method)
-        if row is None or row.group not in self._native_groups:
+        if row is None or row.group not in self._native_groups or row.kind == "refused":
             return [
                 _error(
                     request,
@@ -329,20 +561,21 @@ class CodexBridge:
                     method=method,
                 )
             ]
-        if method == "stream/resume":
+        if row.kind == "handled_locally":
+            assert method == "stream/resume"
             return [self._stream_resume(request)]
-        if not row.codex:
-            return [
-                _error(
-                    request,
-                    ErrorCode.UNSUPPORTED,
-                    f"{method} is not supported by the Codex bridge",
-                    method=method,
-                )
-            ]
         if self._codex != "ready":
             return [
                 _error(request, ErrorCode.DISCONNECTED, "the Codex link is not ready")
+            ]
+        if len(self._pending) >= self._max_pending:
+            return [
+                _error(
+                    request,
+                    ErrorCode.LIMIT_EXCEEDED,
+                    "too many Codex requests in flight",
+                    limit=self._max_pending,
+                )
             ]
         try:
             codex_method, params = self._codex_params(request)
@@ -397,12 +630,20 @@ class CodexBridge:
     # ------------------------------------------------------------- codex side
 
     def codex_connected(self) -> list[Output]:
-        """A (re)opened Codex link: re-initializes it when a native session exists."""
+        """A (re)opened Codex link: re-initializes it when a native session exists.
+
+        Whatever was in flight on an earlier link is settled first, as by
+        :meth:`codex_disconnected` (nothing is re-sent).
+        """
+        out = self._settle_codex()
         self._codex = "fresh"
         if self._native_groups is None:
-            return []
+            return out
         self._codex = "initializing"
-        return [self._send_codex_request("initialize", self._initialize_params(), None)]
+        out.append(
+            self._send_codex_request("initialize", self._initialize_params(), None)
+        )
+        return out
 
     def codex_disconnected(self) -> list[Output]:
         """The Codex link is gone: settle everything in flight, re-send nothing.
@@ -411,21 +652,15 @@ class CodexBridge:
         performed it), a pending read ``disconnected``; forwarded approvals
         end with :class:`ApprovalResolved`. Streams are kept.
         """
+        out = self._settle_codex()
         self._codex = "down"
+        return out
+
+    def _settle_codex(self) -> list[Output]:
         out: list[Output] = []
         for pending in self._pending.values():
-            native = pending.native
-            spec = METHODS.get(native.method)
-            if spec is not None and spec.mutation:
-                out.append(
-                    _error(
-                        native,
-                        ErrorCode.AMBIGUOUS_DISCONNECT,
-                        "Codex link lost mid-request",
-                    )
-                )
-            else:
-                out.append(_error(native, ErrorCode.DISCONNECTED, "Codex link lost"))
+            if pending.native is not None:
+                out.append(_settled(pending.native, "Codex link lost"))
         self._pending.clear()
         out.extend(ApprovalResolved(request_id=rid) for rid in self._approvals)
         self._approvals.clear()
@@ -434,28 +669,40 @@ class CodexBridge:
     def receive_codex(self, line: bytes) -> list[Output]:
         """Translate one JSON line from Codex.
 
+        The line is checked before decoding (at most
+        :data:`MAX_CODEX_LINE_BYTES`, nesting at most :data:`MAX_CODEX_DEPTH`,
+        no repeated key); every native message produced is validated with the
+        core encoder. On error nothing in the bridge changed.
+
         Raises:
-            ProtocolError: ``invalid_message`` for a line that is not a
-                JSON-RPC message of the pinned schema (the link is broken;
-                the caller should close it).
+            ProtocolError: always with origin ``"peer"`` (the link is broken;
+                the caller should close it): ``message_too_large``,
+                ``depth_exceeded``, ``invalid_json``, ``invalid_utf8``,
+                ``duplicate_key``,
+                ``invalid_message`` (not a JSON-RPC message of the pinned
+                schema, or values the native schema cannot carry),
+                ``unknown_response``, ``limit_exceeded`` (a table bound), or
+                any code the core encoder raises for a translated message.
         """
+        data, tree = _checked_line(line)
         try:
-            msg = _ENVELOPE.decode(line)
-        except msgspec.DecodeError as exc:
-            raise ProtocolError(
-                ErrorCode.INVALID_MESSAGE, f"bad Codex message: {exc}", origin="peer"
-            ) from None
-        try:
+            msg = _ENVELOPE.decode(data)
             if msg.method is UNSET:
                 return self._codex_response(msg)
             if msg.id is UNSET:
                 return self._codex_notification(msg.method, msg.params)
-            return self._codex_server_request(msg.id, msg.method, msg.params)
-        except msgspec.ValidationError as exc:
-            raise ProtocolError(
+            details = tree.get("params") if isinstance(tree, dict) else None
+            return self._codex_server_request(msg.id, msg.method, msg.params, details)
+        except msgspec.MsgspecError as exc:
+            raise _peer(
                 ErrorCode.INVALID_MESSAGE,
-                f"Codex message does not match the 0.163.0 schema: {exc}",
-                origin="peer",
+                f"Codex message does not match the 0.163.0 schema: {exc}"[:1024],
+            ) from None
+        except ProtocolError as exc:
+            raise exc if exc.origin == "peer" else exc.with_origin("peer") from None
+        except (ValueError, OverflowError, OSError) as exc:
+            raise _peer(
+                ErrorCode.INVALID_MESSAGE, f"Codex value out of range: {exc}"[:1024]
             ) from None
 
     # ---------------------------------------------------------------- helpers
@@ -488,28 +735,51 @@ class CodexBridge:
         if self._codex != "fresh":
             # Codex is (being) initialized or down: the native session does not
             # wait for it (stream/resume is answered from the Replay meanwhile)
-            return [self._initialized(request)]
-        if any(p.method == "initialize" for p in self._pending.values()):
-            return [_error(request, ErrorCode.CONFLICT, "an initialize is in progress")]
+            return self._session_started(request)
+        for pending in self._pending.values():
+            if pending.method == "initialize":
+                if pending.native is None:
+                    # an orphaned initialize (its native connection went
+                    # away): this request takes its answer
+                    pending.native = request
+                    return []
+                return [
+                    _error(request, ErrorCode.CONFLICT, "an initialize is in progress")
+                ]
         return [
             self._send_codex_request("initialize", self._initialize_params(), request)
         ]
 
-    def _initialized(self, request: Request) -> ToNative:
+    def _session_started(self, request: Request) -> list[Output]:
+        """Reply to a native initialize, then (re-)send the waiting approvals."""
         params = request.params
         assert isinstance(params, InitializeParams)
         groups = sorted(SUPPORTED_GROUPS.intersection(params.capabilities))
         self._native_groups = frozenset(groups)
         self._connection_seq += 1
-        return _reply(
-            request,
-            InitializeResult(
-                version="1.0",
-                capabilities=groups,
-                connection_id=f"{self._host_id}-{self._connection_seq}",
-                host_id=self._host_id,
-            ),
-        )
+        out: list[Output] = [
+            _reply(
+                request,
+                InitializeResult(
+                    version="1.0",
+                    capabilities=groups,
+                    connection_id=f"{self._host_id}-{self._connection_seq}",
+                    host_id=self._host_id,
+                ),
+            )
+        ]
+        if "approvals.v1" in self._native_groups:
+            for approval in self._approvals.values():
+                if not approval.sent:
+                    approval.sent = True
+                    out.append(ToNative(message=approval.request))
+            return out
+        # the new session cannot answer approvals: refuse them to Codex now
+        for rid, approval in list(self._approvals.items()):
+            out.append(self._refuse_codex(approval.codex_id, approval.codex_method))
+            out.append(ApprovalResolved(request_id=rid))
+        self._approvals.clear()
+        return out
 
     def _codex_params(self, request: Request) -> tuple[str, msgspec.Struct]:
         p = request.params
@@ -554,128 +824,237 @@ class CodexBridge:
         data = _ENCODER.encode({"id": codex_id, "method": method, "params": params})
         _STRICT_REQUEST.decode(data)  # outbound validation: unknown fields forbidden
         self._next_codex_id += 1
-        if native is not None:
-            self._pending[codex_id] = _Pending(method=method, native=native)
-        elif method == "initialize":
-            self._pending[codex_id] = _Pending(method=method, native=_REINITIALIZE)
+        self._pending[codex_id] = _Pending(method=method, native=native)
         return ToCodex(data=data + b"\n")
 
     def _codex_response(self, msg: _CodexIn) -> list[Output]:
         if not isinstance(msg.id, int) or msg.id not in self._pending:
-            raise ProtocolError(
+            raise _peer(
                 ErrorCode.UNKNOWN_RESPONSE,
                 "Codex answered a request the bridge did not send",
-                data={"id": str(msg.id)},
-                origin="peer",
+                id=str(msg.id)[:256],
             )
-        pending = self._pending.pop(msg.id)
+        codex_id = msg.id
+        pending = self._pending[codex_id]
         native = pending.native
         if msg.error is not UNSET:
+            del self._pending[codex_id]
+            text = f"Codex {pending.method} failed: {msg.error.message}"[:1024]
             if pending.method == "initialize":
+                if native is None:
+                    self._codex = "down"
+                    return [
+                        BridgeReport(
+                            kind="reinitialize_failed",
+                            method="initialize",
+                            message=text,
+                        )
+                    ]
                 self._codex = "fresh"
-            if native is _REINITIALIZE:
+            if native is None:
                 return []
             return [
                 _error(
                     native,
                     ErrorCode.INTERNAL_ERROR,
-                    f"Codex {pending.method} failed: {msg.error.message}"[:1024],
-                    codex_code=msg.error.code,
+                    text,
+                    codex_method=pending.method,
+                    codex_code=max(min(msg.error.code, 2**53), -(2**53)),
                 )
             ]
-        raw = msg.result if msg.result is not UNSET else msgspec.Raw(b"null")
-        result = msgspec.json.decode(raw, type=_CLIENT_TYPES[pending.method][1])
+        # decode and translate first; the pending entry goes only afterwards
+        try:
+            raw = msg.result if msg.result is not UNSET else msgspec.Raw(b"null")
+            result = msgspec.json.decode(raw, type=_CLIENT_TYPES[pending.method][1])
+            out: list[Output] = []
+            if pending.method != "initialize" and native is not None:
+                out = self._native_result(native, result)
+                for o in out:
+                    if isinstance(o, ToNative):
+                        encode(o.message)
+        except (
+            msgspec.MsgspecError,
+            ProtocolError,
+            ValueError,
+            OverflowError,
+            OSError,
+        ) as exc:
+            del self._pending[codex_id]
+            reason = str(exc)[:512]
+            report = BridgeReport(
+                kind="invalid_reply", method=pending.method, message=reason
+            )
+            if pending.method == "initialize":
+                self._codex = "fresh" if native is not None else "down"
+            if native is None:
+                return [report]
+            return [
+                _error(
+                    native,
+                    ErrorCode.INVALID_RESULT,
+                    f"Codex {pending.method} returned an invalid result",
+                    codex_method=pending.method,
+                    reason=reason,
+                ),
+                report,
+            ]
+        del self._pending[codex_id]
         if pending.method == "initialize":
             self._codex = "ready"
             note = _ENCODER.encode({"method": "initialized"})
             _STRICT_NOTIFICATION.decode(note)
-            out: list[Output] = [ToCodex(data=note + b"\n")]
-            if native is not _REINITIALIZE:
-                out.append(self._initialized(native))
-            return out
-        return [self._native_result(native, result)]
+            out = [ToCodex(data=note + b"\n")]
+            if native is not None:
+                out.extend(self._session_started(native))
+        return out
 
-    def _native_result(self, native: Request, result: Any) -> ToNative:
+    def _native_result(self, native: Request, result: Any) -> list[Output]:
         p = native.params
         if isinstance(p, ThreadStartParams):
-            return _reply(native, ThreadStartResult(thread=_thread(result.thread)))
+            return [_reply(native, ThreadStartResult(thread=_thread(result.thread)))]
         if isinstance(p, ThreadResumeParams):
-            return _reply(native, ThreadResumeResult(thread=_thread(result.thread)))
+            return [_reply(native, ThreadResumeResult(thread=_thread(result.thread)))]
         if isinstance(p, ThreadReadParams):
-            turns = [_turn(t, result.thread.id) for t in (result.thread.turns or [])][
-                :256
+            codex_turns = result.thread.turns or []
+            turns = [
+                _turn(t, result.thread.id) for t in codex_turns[-MAX_THREAD_READ_TURNS:]
             ]
-            return _reply(
-                native, ThreadReadResult(thread=_thread(result.thread), turns=turns)
-            )
+            out: list[Output] = [
+                _reply(
+                    native, ThreadReadResult(thread=_thread(result.thread), turns=turns)
+                )
+            ]
+            if len(codex_turns) > MAX_THREAD_READ_TURNS:
+                out.append(
+                    BridgeReport(
+                        kind="truncated",
+                        method="thread/read",
+                        message=f"kept the newest {MAX_THREAD_READ_TURNS} of "
+                        f"{len(codex_turns)} turns",
+                    )
+                )
+            return out
         if isinstance(p, TurnStartParams):
-            return _reply(native, TurnStartResult(turn=_turn(result.turn, p.thread_id)))
+            return [
+                _reply(native, TurnStartResult(turn=_turn(result.turn, p.thread_id)))
+            ]
         if isinstance(p, TurnSteerParams):
             turn = Turn(
                 turn_id=result.turnId, thread_id=p.thread_id, status="in_progress"
             )
-            return _reply(native, TurnSteerResult(turn=turn))
+            return [_reply(native, TurnSteerResult(turn=turn))]
         if isinstance(p, TurnInterruptParams):
-            return _reply(
-                native,
-                TurnInterruptResult(
-                    thread_id=p.thread_id,
-                    turn_id=p.turn_id,
-                    interrupt_status="requested",
-                ),
-            )
-        return _error(native, ErrorCode.INTERNAL_ERROR, "untranslated Codex result")
+            return [
+                _reply(
+                    native,
+                    TurnInterruptResult(
+                        thread_id=p.thread_id,
+                        turn_id=p.turn_id,
+                        interrupt_status="requested",
+                    ),
+                )
+            ]
+        return [_error(native, ErrorCode.INTERNAL_ERROR, "untranslated Codex result")]
 
     def _sequenced(
-        self, thread_id: str, method: str, params: msgspec.Struct
-    ) -> ToNative:
+        self, thread_id: str, notes: list[Notification], group: str
+    ) -> list[Output]:
+        """Append to the thread's Replay always; deliver when the session can take it."""
         replay = self._streams.get(thread_id)
+        new = replay is None
         if replay is None:
+            if len(self._streams) >= self._max_streams:
+                raise _peer(
+                    ErrorCode.LIMIT_EXCEEDED,
+                    "too many Codex threads",
+                    limit=self._max_streams,
+                )
             replay = Replay(
-                f"codex-stream-{len(self._streams) + 1}",
+                _stream_id(thread_id),
                 max_events=self._max_events,
                 max_bytes=self._max_bytes,
             )
+        if len(notes) > 1:
+            # all pieces share the ids and are bounded: check them all before
+            # the first append, so an error leaves the Replay unchanged
+            for i, note in enumerate(notes):
+                encode(
+                    msgspec.structs.replace(
+                        note,
+                        stream_id=replay.stream_id,
+                        cursor=replay.last_cursor + 1 + i,
+                    )
+                )
+        appended = [replay.append(note) for note in notes]
+        if new:
             self._streams[thread_id] = replay
-        return ToNative(
-            message=replay.append(Notification(method=method, params=params))
-        )
+        groups = self._native_groups
+        if groups is None or group not in groups:
+            return []  # kept in the Replay: stream/resume serves it later
+        return [ToNative(message=m) for m in appended]
+
+    def _unsequenced(self, note: Notification) -> list[Output]:
+        encode(note)
+        groups = self._native_groups
+        if groups is None or "sessions.v1" not in groups:
+            self.undelivered[note.method] += 1
+            return [
+                BridgeReport(
+                    kind="undelivered",
+                    method=note.method,
+                    message="no native session with sessions.v1; not replayable",
+                )
+            ]
+        return [ToNative(message=note)]
+
+    def _count_unmapped(self, method: str) -> None:
+        counter = self.unmapped_notifications
+        if method in counter or len(counter) < self._max_unmapped:
+            counter[method] += 1
+        else:
+            counter[UNMAPPED_OVERFLOW] += 1
 
     def _codex_notification(
         self, method: str, raw: msgspec.Raw | UnsetType
     ) -> list[Output]:
         native = CODEX_NOTIFICATIONS.get(method)
         if native is None:
-            self.unmapped_notifications[method] += 1
+            self._count_unmapped(method)
             return [CodexUnmapped(kind="notification", method=method)]
         params = _NOTIFICATION_DECODERS[method].decode(
             raw if raw is not UNSET else b"{}"
         )
         if method == "serverRequest/resolved":
             return self._resolved(params.requestId)
-        if self._native_groups is None:
-            return []  # no native session yet: nothing to deliver to
+        if method == "thread/status/changed":
+            status = params.status.__struct_config__.tag
+            if status not in _CLOSING_STATUSES:
+                self.not_forwarded[f"{method}:{status}"] += 1
+                return []
+            return self._unsequenced(
+                Notification(
+                    method=native, params=ThreadClosedParams(thread_id=params.threadId)
+                )
+            )
         if method == "thread/started":
-            note = Notification(
-                method=native, params=ThreadStartedParams(thread=_thread(params.thread))
+            return self._unsequenced(
+                Notification(
+                    method=native,
+                    params=ThreadStartedParams(thread=_thread(params.thread)),
+                )
             )
-            return [ToNative(message=note)]
         if method == "thread/closed":
-            note = Notification(
-                method=native, params=ThreadClosedParams(thread_id=params.threadId)
+            return self._unsequenced(
+                Notification(
+                    method=native, params=ThreadClosedParams(thread_id=params.threadId)
+                )
             )
-            return [ToNative(message=note)]
         if method in ("turn/started", "turn/completed"):
             cls = TurnStartedParams if method == "turn/started" else TurnCompletedParams
-            return [
-                self._sequenced(
-                    params.threadId,
-                    native,
-                    cls(turn=_turn(params.turn, params.threadId)),
-                )
-            ]
-        if "streaming.v1" not in self._native_groups:
-            return []
+            note = Notification(
+                method=native, params=cls(turn=_turn(params.turn, params.threadId))
+            )
+            return self._sequenced(params.threadId, [note], "sessions.v1")
         if method in ("item/started", "item/completed"):
             done = method == "item/completed"
             cls2 = ItemCompletedParams if done else ItemStartedParams
@@ -684,14 +1063,21 @@ class CodexBridge:
                 turn_id=params.turnId,
                 item=_item(params.item, completed=done),
             )
-            return [self._sequenced(params.threadId, native, item_params)]
-        delta = ItemDeltaParams(
-            thread_id=params.threadId,
-            turn_id=params.turnId,
-            item_id=params.itemId,
-            delta=params.delta,
-        )
-        return [self._sequenced(params.threadId, native, delta)]
+            note = Notification(method=native, params=item_params)
+            return self._sequenced(params.threadId, [note], "streaming.v1")
+        notes = [
+            Notification(
+                method=native,
+                params=ItemDeltaParams(
+                    thread_id=params.threadId,
+                    turn_id=params.turnId,
+                    item_id=params.itemId,
+                    delta=piece,
+                ),
+            )
+            for piece in _pieces(params.delta)
+        ]
+        return self._sequenced(params.threadId, notes, "streaming.v1")
 
     def _resolved(self, codex_id: int | str) -> list[Output]:
         for rid, approval in list(self._approvals.items()):
@@ -700,31 +1086,49 @@ class CodexBridge:
                 return [ApprovalResolved(request_id=rid)]
         return []
 
+    def _refuse_codex(self, codex_id: int | str, method: str) -> ToCodex:
+        reason = (
+            "not supported"
+            if method not in CODEX_APPROVAL_REQUESTS
+            else "not negotiated"
+        )
+        body = {
+            "id": codex_id,
+            "error": {
+                "code": _METHOD_NOT_FOUND,
+                "message": f"samgita bridge: {method} is {reason}",
+            },
+        }
+        return ToCodex(data=_ENCODER.encode(body) + b"\n")
+
     def _codex_server_request(
-        self, codex_id: int | str, method: str, raw: msgspec.Raw | UnsetType
+        self,
+        codex_id: int | str,
+        method: str,
+        raw: msgspec.Raw | UnsetType,
+        details: Any,
     ) -> list[Output]:
-        groups = self._native_groups or frozenset()
-        if method not in CODEX_APPROVAL_REQUESTS or "approvals.v1" not in groups:
-            reason = (
-                "not supported"
-                if method not in CODEX_APPROVAL_REQUESTS
-                else "not negotiated"
-            )
-            body = {
-                "id": codex_id,
-                "error": {
-                    "code": _METHOD_NOT_FOUND,
-                    "message": f"samgita bridge: {method} is {reason}",
-                },
-            }
+        if method not in CODEX_APPROVAL_REQUESTS:
             return [
-                ToCodex(data=_ENCODER.encode(body) + b"\n"),
+                self._refuse_codex(codex_id, method),
+                CodexUnmapped(kind="request", method=method),
+            ]
+        groups = self._native_groups
+        if groups is not None and "approvals.v1" not in groups:
+            # the negotiated native session cannot approve: refuse, typed
+            return [
+                self._refuse_codex(codex_id, method),
                 CodexUnmapped(kind="request", method=method),
             ]
         params = msgspec.json.decode(
             raw if raw is not UNSET else b"null", type=_SERVER_TYPES[method][0]
         )
-        details = msgspec.json.decode(raw) if raw is not UNSET else {}
+        if len(self._approvals) >= self._max_approvals:
+            raise _peer(
+                ErrorCode.LIMIT_EXCEEDED,
+                "too many pending Codex approvals",
+                limit=self._max_approvals,
+            )
         if method == "item/commandExecution/requestApproval":
             kind = "command_execution"
             description = (
@@ -736,14 +1140,16 @@ class CodexBridge:
         why: str | UnsetType = (
             params.reason if isinstance(params.reason, str) else UNSET
         )
-        self._next_native_id += 1
-        rid = f"codex-approval-{self._next_native_id}"
+        rid = f"codex-approval-{self._next_native_id + 1}"
+        # details: the params exactly as Codex sent them, from the untyped
+        # decode of the checked line (depth and repeated keys already
+        # checked, so nothing is lost; the core encoder checks the native bounds)
         native = Request(
             method="approval/request",
             id=rid,
             correlation_id=rid,
             params=ApprovalRequestParams(
-                approval_id=f"codex-{method}-{codex_id}",
+                approval_id=rid,
                 action=Action(
                     kind=kind,
                     description=description,
@@ -755,10 +1161,13 @@ class CodexBridge:
                 reason=why,
             ),
         )
+        encode(native)
+        self._next_native_id += 1
+        deliver = groups is not None
         self._approvals[rid] = _Approval(
-            codex_id=codex_id, codex_method=method, request=native
+            codex_id=codex_id, codex_method=method, request=native, sent=deliver
         )
-        return [ToNative(message=native)]
+        return [ToNative(message=native)] if deliver else []
 
     def _stream_resume(self, request: Request) -> ToNative:
         params = request.params
@@ -772,12 +1181,3 @@ class CodexBridge:
         return _error(
             request, ErrorCode.NOT_FOUND, "unknown stream", stream_id=params.stream_id
         )
-
-
-# The pending entry of a Codex re-initialize, which has no native request.
-_REINITIALIZE: Final = Request(
-    method="connection/initialize",
-    id="codex-reinitialize",
-    correlation_id="codex-reinitialize",
-    params=InitializeParams(versions=["1.0"], capabilities=[]),
-)
