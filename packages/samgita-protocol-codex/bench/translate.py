@@ -3,10 +3,15 @@
     python bench/translate.py
 
 Native -> Codex: decode a native `turn/start` request (core codec), translate,
-validate strictly against the outbound Codex types, encode the JSON line.
-Codex -> native: decode a recorded `item/agentMessage/delta` line (tolerant
-inbound types), translate, sequence it in the Replay, encode the native
-notification (core codec). Prints ratios; asserts nothing about time.
+validate strictly against the outbound Codex types, encode the JSON line (the
+pending entry is dropped after each call, so the table stays empty).
+Codex -> native: check and decode a recorded `item/agentMessage/delta` line
+(byte-level checks, tolerant inbound types), translate, validate, sequence it
+in the Replay, encode the native notification (core codec).
+Round trip: native `turn/start` bytes -> Codex line, then the recorded Codex
+`turn/start` result (with the bridge's id) -> native Response bytes; the
+baseline is json.loads + json.dumps of both messages.
+Prints ratios; asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -53,7 +58,23 @@ def _bridge() -> tuple[CodexBridge, bytes, str]:
     delta = next(
         e["msg"] for e in lines if e["msg"].get("method") == "item/agentMessage/delta"
     )
-    return bridge, json.dumps(delta).encode(), delta["params"]["threadId"]
+    return bridge, _compact(delta), delta["params"]["threadId"]
+
+
+def _compact(msg: object) -> bytes:
+    # Codex (serde_json) writes compact lines; the recordings' spacing is the
+    # recorder's, so the bench feeds what the wire carries
+    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _turn_result() -> bytes:
+    lines = [json.loads(x) for x in RECORDING.read_text().splitlines()]
+    msg = next(
+        e["msg"]
+        for e in lines
+        if e["dir"] == "recv" and "turn" in (e["msg"].get("result") or {})
+    )
+    return _compact(msg["result"])
 
 
 def main() -> None:
@@ -66,9 +87,23 @@ def main() -> None:
         '"input":[{"type":"text","text":"Summarize the failing test output, please."}]}}'
     ).encode()
 
+    pending = bridge._pending  # noqa: SLF001 - bench only: keep the table empty
+
     def native_to_codex() -> None:
         out = bridge.native_request(decode(native_turn))
         assert out[0].data  # type: ignore[union-attr]
+        pending.clear()
+
+    result = _turn_result()
+    head, tail = b'{"id":', b',"result":' + result + b"}"
+    reply_example = head + b"0" + tail
+
+    def round_trip() -> None:
+        (line,) = bridge.native_request(decode(native_turn))
+        codex_id = json.loads(line.data)["id"]  # type: ignore[union-attr]
+        (out,) = bridge.receive_codex(head + str(codex_id).encode() + tail)
+        assert isinstance(out, ToNative)
+        encode(out.message)
 
     def codex_to_native() -> None:
         (out,) = bridge.receive_codex(delta_line)
@@ -77,12 +112,22 @@ def main() -> None:
 
     n = 20_000
     results = {
-        "native->codex turn/start": (_best(native_to_codex, n), native_turn),
-        "codex->native item delta": (_best(codex_to_native, n), delta_line),
+        "native->codex turn/start": (_best(native_to_codex, n), [native_turn]),
+        "codex->native item delta": (_best(codex_to_native, n), [delta_line]),
+        "round trip turn/start (native->codex->native)": (
+            _best(round_trip, n),
+            [native_turn, reply_example],
+        ),
     }
-    for name, (cost, raw) in results.items():
-        text = raw.decode()
-        base = _best(lambda text=text: json.dumps(json.loads(text)), n)
+    assert not pending, "the bench must not leave pending requests"
+    for name, (cost, raws) in results.items():
+        texts = [raw.decode() for raw in raws]
+
+        def baseline(texts: list[str] = texts) -> None:
+            for text in texts:
+                json.dumps(json.loads(text))
+
+        base = _best(baseline, n)
         print(
             f"{name}: {cost * 1e6:6.2f} us, json {base * 1e6:5.2f} us, ratio {cost / base:4.2f}x"
         )

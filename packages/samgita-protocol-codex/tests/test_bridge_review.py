@@ -144,6 +144,18 @@ def test_repeated_key_is_refused_like_the_core() -> None:
         bridge.receive_codex(line)
     assert (info.value.code, info.value.origin) == (ErrorCode.DUPLICATE_KEY, "peer")
     assert _state(bridge) == before
+    # the compact form (as Codex writes it) takes the fast proof, and fails it
+    compact = json.dumps(
+        _method("item/agentMessage/delta"), separators=(",", ":")
+    ).encode()
+    with pytest.raises(ProtocolError) as info:
+        bridge.receive_codex(compact.replace(b'"delta":', b'"delta":"DUP","delta":'))
+    assert info.value.code == ErrorCode.DUPLICATE_KEY
+    assert _natives(bridge.receive_codex(compact))
+    for scalar in (b"5", b" 5", b'"x"', b" []"):
+        with pytest.raises(ProtocolError) as info:
+            bridge.receive_codex(scalar)
+        assert info.value.origin == "peer"
     # keys inside strings are not keys
     ok = b'{"method":"x/y","params":{"a":"\\"a\\": 1, \\"a\\":","b":["a","a"]}}'
     assert bridge.receive_codex(ok)

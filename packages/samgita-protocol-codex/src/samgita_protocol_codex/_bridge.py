@@ -285,24 +285,33 @@ def _depth_within(data: bytes, limit: int) -> bool:
 
 
 def _key_count(tree: Any) -> int:
+    if type(tree) is not dict and type(tree) is not list:
+        return 0
     count = 0
     stack = [tree]
+    pop, push = stack.pop, stack.append
     while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
+        node = pop()
+        if type(node) is dict:
             count += len(node)
-            stack.extend(v for v in node.values() if isinstance(v, dict | list))
-        elif isinstance(node, list):
-            stack.extend(v for v in node if isinstance(v, dict | list))
+            for v in node.values():
+                if type(v) is dict or type(v) is list:
+                    push(v)
+        else:
+            for v in node:
+                if type(v) is dict or type(v) is list:
+                    push(v)
     return count
 
 
 def _checked_line(line: Any) -> tuple[bytes, Any]:
     """The line's bytes and its untyped JSON tree, or a peer ProtocolError.
 
-    Duplicate keys: every string token followed by ``:`` is a key; a decoded
-    object keeps one entry per distinct key, so fewer decoded keys than key
-    tokens means an object repeats a key (``duplicate_key``, as the core).
+    Duplicate keys: when re-encoding the decoded tree reproduces the line, no
+    key was collapsed; otherwise every string token followed by ``:`` is a
+    key, and a decoded object keeps one entry per distinct key, so fewer
+    decoded keys than key tokens means an object repeats a key
+    (``duplicate_key``, as the core).
     """
     if isinstance(line, bytearray | memoryview):
         line = bytes(line)
@@ -323,6 +332,10 @@ def _checked_line(line: Any) -> tuple[bytes, Any]:
         raise _peer(ErrorCode.INVALID_JSON, f"bad Codex JSON: {exc}"[:512]) from None
     except UnicodeDecodeError:
         raise _peer(ErrorCode.INVALID_UTF8, "Codex line is not UTF-8") from None
+    if _ENCODER.encode(tree) == line:
+        # fast proof: re-encoding the decoded tree gives the line back, so
+        # no key was collapsed (Codex writes compact JSON, as msgspec does)
+        return line, tree
     tokens = _STRING_OR_KEY.findall(line)
     if len(tokens) - tokens.count(b"") != _key_count(tree):
         raise _peer(ErrorCode.DUPLICATE_KEY, "a Codex object repeats a key")
