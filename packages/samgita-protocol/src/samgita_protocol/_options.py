@@ -26,6 +26,7 @@ __all__ = [
     "check_id",
     "check_limits",
     "check_timeout",
+    "positive_int",
 ]
 
 #: Requests handed out and not yet answered: enough for a pipelining client,
@@ -74,7 +75,9 @@ _INT_LIMITS: Final = tuple(
 )
 
 
-def _positive_int(name: str, value: object) -> int:
+def positive_int(name: str, value: object) -> int:
+    """``value`` if it is a positive ``int`` (not a ``bool``); else ``TypeError``
+    (wrong type) or ``ValueError`` naming the option ``name``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"expected {name} to be a positive integer, got: {value!r}")
     if value <= 0:
@@ -91,7 +94,7 @@ def check_timeout(request_timeout: object, request_timeout_ms: object) -> float:
             "give request_timeout (seconds) or request_timeout_ms, not both"
         )
     if request_timeout_ms is not None:
-        return _positive_int("request_timeout_ms", request_timeout_ms) / 1000.0
+        return positive_int("request_timeout_ms", request_timeout_ms) / 1000.0
     if request_timeout is None:
         return DEFAULT_REQUEST_TIMEOUT
     if isinstance(request_timeout, bool) or not isinstance(
@@ -125,7 +128,7 @@ def check_limits(
         if allowed is not None and name not in allowed and value is not None:
             raise TypeError(f"option {name!r} does not apply here")
         if value is not None:
-            checked[name] = _positive_int(name, value)
+            checked[name] = positive_int(name, value)
     checked["request_timeout"] = check_timeout(
         values.get("request_timeout"), values.get("request_timeout_ms")
     )

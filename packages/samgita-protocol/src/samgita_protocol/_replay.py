@@ -17,6 +17,7 @@ from msgspec import UNSET
 from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
 from ._hotpath import WireCache
+from ._options import positive_int
 from ._schema import Notification, StreamResumeResult
 
 __all__ = ["PAGE_OVERHEAD", "PAGE_SIZE", "Replay"]
@@ -42,14 +43,6 @@ DEFAULT_MAX_EVENTS: Final = 1024
 
 #: Default retained encoded bytes (8 MiB): eight maximal messages.
 DEFAULT_MAX_BYTES: Final = 8 * 1024 * 1024
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected {name} to be a positive integer, got: {value!r}")
-    if value <= 0:
-        raise ValueError(f"expected {name} to be a positive integer, got: {value!r}")
-    return value
 
 
 def _stream_id(value: object) -> str:
@@ -116,9 +109,9 @@ class Replay:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self._stream_id = _stream_id(stream_id)
-        self._max_events = _positive_int("max_events", max_events)
-        self._max_bytes = _positive_int("max_bytes", max_bytes)
-        self._max_message_bytes = _positive_int("max_message_bytes", max_message_bytes)
+        self._max_events = positive_int("max_events", max_events)
+        self._max_bytes = positive_int("max_bytes", max_bytes)
+        self._max_message_bytes = positive_int("max_message_bytes", max_message_bytes)
         # Slot i holds cursor base + i; slots before first - base are
         # evicted (None) and dropped in bulk by _evict.
         self._events: list[Notification | None] = []

@@ -32,6 +32,7 @@ import msgspec
 from msgspec import UNSET
 
 from ._errors import ErrorCode, ProtocolError
+from ._options import positive_int
 from ._schema import Notification
 
 __all__ = [
@@ -113,14 +114,6 @@ def _limit(name: str, maximum: int) -> ProtocolError:
         f"{name} ({maximum}) reached",
         data={"limit": name, "max": maximum},
     )
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected {name} to be a positive integer, got: {value!r}")
-    if value <= 0:
-        raise ValueError(f"expected {name} to be a positive integer, got: {value!r}")
-    return value
 
 
 def _is_id(value: object) -> bool:
@@ -247,11 +240,11 @@ class ClientStreams:
         max_stream_hashes: int = DEFAULT_MAX_STREAM_HASHES,
         checkpoints: Mapping[str, int] | None = None,
     ) -> None:
-        self._max_buffered = _positive_int(
+        self._max_buffered = positive_int(
             "max_buffered_notifications", max_buffered_notifications
         )
-        self._max_streams = _positive_int("max_streams", max_streams)
-        self._max_hashes = _positive_int("max_stream_hashes", max_stream_hashes)
+        self._max_streams = positive_int("max_streams", max_streams)
+        self._max_hashes = positive_int("max_stream_hashes", max_stream_hashes)
         restored = (
             {}
             if checkpoints is None
@@ -586,7 +579,7 @@ class ServerPositions:
         max_streams: int = DEFAULT_MAX_STREAMS,
         positions: Mapping[str, int] | None = None,
     ) -> None:
-        self._max_streams = _positive_int("max_streams", max_streams)
+        self._max_streams = positive_int("max_streams", max_streams)
         self._positions: dict[str, int] = (
             {}
             if positions is None
