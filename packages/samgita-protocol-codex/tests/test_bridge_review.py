@@ -601,3 +601,10 @@ def test_response_shape_is_kept() -> None:
     res["id"] = json.loads(sent.data)["id"]  # type: ignore[union-attr]
     (answer,) = _natives(bridge.receive_codex(_line(res)))
     assert isinstance(answer, Response) and answer.command_id == "k3"
+
+
+def test_lone_surrogate_escapes_are_refused_as_json() -> None:
+    bridge = _ready()
+    with pytest.raises(ProtocolError) as info:
+        bridge.receive_codex(b'{"method":"x/y","params":{"a":"\\ud800"}}')
+    assert (info.value.code, info.value.origin) == (ErrorCode.INVALID_JSON, "peer")

@@ -342,6 +342,11 @@ def _checked_line(line: Any) -> tuple[bytes, Any]:
     return line, tree
 
 
+def _clean(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` code points, lone surrogates escaped (always encodable)."""
+    return text[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _timestamp(value: _dt.datetime) -> str:
     return value.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -852,7 +857,7 @@ class CodexBridge:
         native = pending.native
         if msg.error is not UNSET:
             del self._pending[codex_id]
-            text = f"Codex {pending.method} failed: {msg.error.message}"[:1024]
+            text = _clean(f"Codex {pending.method} failed: {msg.error.message}", 1024)
             if pending.method == "initialize":
                 if native is None:
                     self._codex = "down"
@@ -893,7 +898,7 @@ class CodexBridge:
             OSError,
         ) as exc:
             del self._pending[codex_id]
-            reason = str(exc)[:512]
+            reason = _clean(str(exc), 512)
             report = BridgeReport(
                 kind="invalid_reply", method=pending.method, message=reason
             )
