@@ -1,0 +1,52 @@
+"""Importing the package starts nothing: no thread, no logging set-up, no
+open socket, no event loop (the requirement text: loading the library starts
+no listener or Agent). Checked in a fresh interpreter so other tests' imports
+do not hide anything."""
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import asyncio, json, logging, os, sys, threading
+before_fds = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+import samgita_protocol_websocket, samgita_protocol_websocket.fake_agent
+after_fds = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
+handlers = {
+    name: len(logger.handlers)
+    for name, logger in logging.root.manager.loggerDict.items()
+    if isinstance(logger, logging.Logger) and logger.handlers
+}
+try:
+    asyncio.get_running_loop()
+    loop = True
+except RuntimeError:
+    loop = False
+print(json.dumps({
+    "threads": threading.active_count(),
+    "root_handlers": len(logging.root.handlers),
+    "root_level": logging.root.level,
+    "handlers": handlers,
+    "new_fds": len(after_fds - before_fds),
+    "loop": loop,
+}))
+"""
+
+
+def test_import_starts_nothing() -> None:
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    facts = json.loads(out.stdout)
+    assert facts == {
+        "threads": 1,
+        "root_handlers": 0,
+        "root_level": 30,
+        "handlers": {},
+        "new_fds": 0,
+        "loop": False,
+    }, facts
