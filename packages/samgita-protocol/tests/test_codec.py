@@ -638,3 +638,19 @@ def test_encode_checks_raw_json_in_a_struct_field() -> None:
     )
     n = sp.Notification(method="turn/started", params=sp.TurnStartedParams(turn=turn))
     assert _encode_error(n).code == C.DUPLICATE_KEY
+
+
+@pytest.mark.parametrize("bound", ["1024", 1.5, None, True])
+def test_max_message_bytes_of_the_wrong_type_is_a_type_error(bound: object) -> None:
+    for call in (
+        lambda: sp.decode(b"{}", max_message_bytes=bound),  # type: ignore[arg-type]
+        lambda: sp.encode(object(), max_message_bytes=bound),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(TypeError, match="max_message_bytes"):
+            call()
+
+
+@pytest.mark.parametrize("bound", [0, -1])
+def test_max_message_bytes_out_of_range_is_a_value_error(bound: int) -> None:
+    with pytest.raises(ValueError, match="max_message_bytes"):
+        sp.decode(b"{}", max_message_bytes=bound)

@@ -458,7 +458,7 @@ def _valid_message(draw: st.DrawFn) -> sp.Message:
                 delta=draw(_TEXT),
             ),
             stream_id=draw(_IDS) if stream else sp.UNSET,
-            cursor=draw(st.integers(1, 2**53)) if stream else sp.UNSET,
+            cursor=draw(st.integers(1, sp.MAX_CURSOR)) if stream else sp.UNSET,
             correlation_id=draw(_OPT_ID),
             project_ref=project,
             task_ref=task,

@@ -18,6 +18,7 @@ EXPECTED: dict[str, frozenset[str]] = {
     "schema (_schema)": frozenset(
         {
             "CAPABILITY_GROUPS",
+            "MAX_CURSOR",
             "MAX_ID_BYTES",
             "METHODS",
             "SCHEMA_VERSION",

@@ -19,6 +19,7 @@ from ._handler import Handler, RequestContext
 from ._replay import Replay
 from ._schema import (
     CAPABILITY_GROUPS,
+    MAX_CURSOR,
     MAX_ID_BYTES,
     METHODS,
     SCHEMA_VERSION,
@@ -88,6 +89,7 @@ __all__ = [
     "ProtocolError",
     # schema (_schema)
     "CAPABILITY_GROUPS",
+    "MAX_CURSOR",
     "MAX_ID_BYTES",
     "METHODS",
     "SCHEMA_VERSION",

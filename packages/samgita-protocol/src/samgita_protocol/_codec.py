@@ -99,7 +99,13 @@ _DECODE_FAILURES: Final = (ValueError, RecursionError)
 
 
 def _check_bound(max_message_bytes: int) -> None:
-    if type(max_message_bytes) is not int or max_message_bytes < 1:
+    # A programming error, not bad input: TypeError for the wrong type,
+    # ValueError for a wrong value (the convention of every option).
+    if type(max_message_bytes) is not int:
+        raise TypeError(
+            f"max_message_bytes must be a positive int, got {max_message_bytes!r}"
+        )
+    if max_message_bytes < 1:
         raise ValueError(
             f"max_message_bytes must be a positive int, got {max_message_bytes!r}"
         )
@@ -139,7 +145,8 @@ def decode(
             the bound is refused before it is encoded or copied). Origin
             ``local`` with ``invalid_message`` when ``data`` is not bytes,
             bytearray, memoryview or str.
-        ValueError: ``max_message_bytes`` is not a positive int.
+        TypeError, ValueError: ``max_message_bytes`` is not an int, or not
+            positive.
     """
     # The common case in one test: bytes within a valid bound.
     if (
@@ -434,7 +441,8 @@ def encode(
             ``invalid_field`` for a value JSON cannot carry as it is (a
             tuple, set, bytes, NaN, ...) inside a free-form object;
             otherwise the code ``decode`` gives for the bytes.
-        ValueError: ``max_message_bytes`` is not a positive int.
+        TypeError, ValueError: ``max_message_bytes`` is not an int, or not
+            positive.
     """
     _check_bound(max_message_bytes)
     wire = encode_unchecked(message)

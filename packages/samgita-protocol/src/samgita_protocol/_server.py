@@ -405,7 +405,10 @@ class Server:
     # -- receive ---------------------------------------------------------------------
 
     def receive(
-        self, data: bytes | str | Message, *, now: datetime | None = None
+        self,
+        data: bytes | bytearray | memoryview | str | Message,
+        *,
+        now: datetime | None = None,
     ) -> list[Message]:
         """Receive one message from the peer; return the messages to send, in order.
 
@@ -490,8 +493,9 @@ class Server:
             # its JSON (size included) and decoded from it (params the
             # method's Struct); its schema violations are the peer's, values
             # no JSON decoder produces the caller's own (local, unanswered).
+            assert isinstance(data, Request | Response | Notification)
             try:
-                message = given_message(data, max_bytes)  # type: ignore[arg-type]
+                message = given_message(data, max_bytes)
             except ProtocolError as error:
                 if error.origin == "local":
                     raise
@@ -979,7 +983,10 @@ class Server:
         return encode(message, max_message_bytes=self._limits.max_message_bytes)
 
     def receive_bytes(
-        self, data: bytes | str | Message, *, now: datetime | None = None
+        self,
+        data: bytes | bytearray | memoryview | str | Message,
+        *,
+        now: datetime | None = None,
     ) -> list[bytes]:
         """`receive`, with each message to send given as its wire bytes
         (`encode` of each, in order).

@@ -44,8 +44,9 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 #: Messages decoded from at most this many bytes are remembered by their wire
-#: bytes; larger ones by digest, so a window of ``max_completed`` entries holds
-#: at most about ``max_completed`` KiB of wire content.
+#: bytes; larger ones by digest, so a window of ``max_completed`` entries
+#: (which holds at most twice that many in memory) keeps at most about
+#: ``2 * max_completed`` KiB of wire content.
 INLINE_BYTES: Final = 1024
 
 _MISSING: Final = object()
