@@ -1,4 +1,4 @@
-"""Importing the package starts nothing: no thread, no logging set-up, no
+"""Importing each package starts nothing: no thread, no logging set-up, no
 open socket, no event loop (the requirement text: loading the library starts
 no listener or Agent). Checked in a fresh interpreter so other tests' imports
 do not hide anything."""
@@ -7,10 +7,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
 import asyncio, json, logging, os, sys, threading
 before_fds = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
-import samgita_protocol_websocket, samgita_protocol_websocket.fake_agent
+import {modules}
 after_fds = set(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else set()
 handlers = {
     name: len(logger.handlers)
@@ -33,9 +35,19 @@ print(json.dumps({
 """
 
 
-def test_import_starts_nothing() -> None:
+PACKAGES = {
+    "samgita-protocol": "samgita_protocol, samgita_protocol.testing",
+    "samgita-protocol-websocket": (
+        "samgita_protocol_websocket, samgita_protocol_websocket.fake_agent"
+    ),
+    "samgita-protocol-codex": "samgita_protocol_codex",
+}
+
+
+@pytest.mark.parametrize("modules", PACKAGES.values(), ids=PACKAGES.keys())
+def test_import_starts_nothing(modules: str) -> None:
     out = subprocess.run(
-        [sys.executable, "-I", "-c", PROBE],
+        [sys.executable, "-I", "-c", PROBE.replace("{modules}", modules)],
         capture_output=True,
         text=True,
         check=True,
