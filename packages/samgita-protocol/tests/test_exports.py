@@ -78,6 +78,7 @@ EXPECTED: dict[str, frozenset[str]] = {
     "codec (_codec)": frozenset(
         {"DEFAULT_MAX_MESSAGE_BYTES", "MAX_DEPTH", "decode", "encode"}
     ),
+    "raw JSON (_rawjson)": frozenset({"load_json"}),
     "connection (_client, _server, _handler, _effects)": frozenset(
         {
             "Client",

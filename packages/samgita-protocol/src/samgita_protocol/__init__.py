@@ -16,6 +16,7 @@ from ._effects import (
 )
 from ._errors import ErrorCode, Origin, ProtocolError
 from ._handler import Handler, RequestContext
+from ._rawjson import load_json
 from ._replay import Replay
 from ._schema import (
     CAPABILITY_GROUPS,
@@ -83,6 +84,8 @@ __all__ = [
     "MAX_DEPTH",
     "decode",
     "encode",
+    # untyped JSON under the codec's byte-level rules (_rawjson)
+    "load_json",
     # errors (_errors)
     "ErrorCode",
     "Origin",
