@@ -161,6 +161,40 @@ def test_repeated_key_is_refused_like_the_core() -> None:
     assert bridge.receive_codex(ok)
 
 
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_a_line_may_be_any_bytes_like(kind: Any) -> None:
+    line = _line(_method("item/agentMessage/delta"))
+    (note,) = _natives(_ready().receive_codex(kind(line)))
+    assert note.method == "item/delta"
+
+
+@pytest.mark.parametrize("line", ['{"method":"x/y"}', None, 5, ["{}"]])
+def test_a_line_that_is_not_bytes_is_invalid_message(line: Any) -> None:
+    bridge = _ready()
+    with pytest.raises(ProtocolError) as info:
+        bridge.receive_codex(line)
+    assert (info.value.code, info.value.origin) == (ErrorCode.INVALID_MESSAGE, "peer")
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (b'{"method":"x/y","params":{"a":"\xff"}}', ErrorCode.INVALID_UTF8),
+        (b'{"method":"x/y","params":{"a":1,"\\u0061":2}}', ErrorCode.DUPLICATE_KEY),
+        (b'{"method":"x/y"} {}', ErrorCode.INVALID_JSON),
+        (b"[" * 128 + b"]" * 128, ErrorCode.INVALID_MESSAGE),  # deep, not too deep
+        (b"[" * 129 + b"]" * 129, ErrorCode.DEPTH_EXCEEDED),
+    ],
+)
+def test_byte_level_codes(line: bytes, code: ErrorCode) -> None:
+    bridge = _ready()
+    before = _state(bridge)
+    with pytest.raises(ProtocolError) as info:
+        bridge.receive_codex(line)
+    assert (info.value.code, info.value.origin) == (code, "peer")
+    assert _state(bridge) == before
+
+
 def test_translated_values_the_native_schema_cannot_carry_are_peer_errors() -> None:
     bridge = _ready()
     for field, value in (("id", ""), ("id", "x" * 300)):

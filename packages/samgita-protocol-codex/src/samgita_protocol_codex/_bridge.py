@@ -14,7 +14,8 @@ Bytes and envelopes in, :data:`Output` values out; the caller owns both links
   generated types, and every native message it produces with the core
   :func:`~samgita_protocol.encode`;
 * checks each Codex line on its bytes before decoding it (size, nesting
-  depth, repeated keys), then decodes it with the tolerant (``inbound``)
+  depth, UTF-8, repeated keys: the core's :func:`~samgita_protocol.load_json`
+  with Codex's bounds), then decodes it with the tolerant (``inbound``)
   types, params in a second stage from ``msgspec.Raw``; only
   :class:`~samgita_protocol.ProtocolError` (origin ``"peer"``) leaves
   :meth:`CodexBridge.receive_codex`, and on error the bridge is unchanged;
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -77,6 +77,7 @@ from samgita_protocol import (
     TurnSteerResult,
     decode_result,
     encode,
+    load_json,
 )
 
 from ._generated import inbound, outbound
@@ -210,7 +211,6 @@ class _CodexIn(msgspec.Struct, frozen=True):
 
 
 _ENVELOPE: Final = msgspec.json.Decoder(_CodexIn)
-_ANY: Final = msgspec.json.Decoder()
 _ENCODER: Final = msgspec.json.Encoder()
 _STRICT_REQUEST: Final = msgspec.json.Decoder(outbound.ClientRequest)
 _STRICT_NOTIFICATION: Final = msgspec.json.Decoder(outbound.ClientNotification)
@@ -258,88 +258,43 @@ _CLOSING_STATUSES: Final = frozenset({"systemError"})
 _MAX_EPOCH: Final = 253_402_300_799
 _EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
-# -- byte-level checks of a Codex line (the core's rules, Codex's depth bound)
-_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_STRING_OR_KEY: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\n\r]*:)?', re.S)
-_BRACKET: Final = re.compile(rb"[\[\]{}]")
-
 
 def _peer(code: ErrorCode, message: str, **data: Any) -> ProtocolError:
     return ProtocolError(code, message, data=data or None, origin="peer")
 
 
-def _depth_within(data: bytes, limit: int) -> bool:
-    # Brackets outside string literals; a prefix that is valid JSON is
-    # scanned exactly, which is all a decoder recurses into before failing.
-    if data.count(b"{") + data.count(b"[") <= limit:
-        return True
-    depth = 0
-    for m in _BRACKET.finditer(_STRING.sub(b"", data)):
-        if m.group() in b"[{":
-            depth += 1
-            if depth > limit:
-                return False
-        else:
-            depth -= 1
-    return True
-
-
-def _key_count(tree: Any) -> int:
-    if type(tree) is not dict and type(tree) is not list:
-        return 0
-    count = 0
-    stack = [tree]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node = pop()
-        if type(node) is dict:
-            count += len(node)
-            for v in node.values():
-                if type(v) is dict or type(v) is list:
-                    push(v)
-        else:
-            for v in node:
-                if type(v) is dict or type(v) is list:
-                    push(v)
-    return count
-
-
 def _checked_line(line: Any) -> tuple[bytes, Any]:
     """The line's bytes and its untyped JSON tree, or a peer ProtocolError.
 
-    Duplicate keys: when re-encoding the decoded tree reproduces the line, no
-    key was collapsed; otherwise every string token followed by ``:`` is a
-    key, and a decoded object keeps one entry per distinct key, so fewer
-    decoded keys than key tokens means an object repeats a key
-    (``duplicate_key``, as the core).
+    The byte-level rules are the core's (:func:`samgita_protocol.load_json`:
+    size before parsing, depth on the bytes, UTF-8, one value, no repeated
+    key) with Codex's bounds; only the codes the bridge documented differ.
     """
-    if isinstance(line, bytearray | memoryview):
-        line = bytes(line)
-    if not isinstance(line, bytes):
+    if not isinstance(line, bytes | bytearray | memoryview):
         raise _peer(ErrorCode.INVALID_MESSAGE, "a Codex line must be bytes")
-    if len(line) > MAX_CODEX_LINE_BYTES:
-        raise _peer(
-            ErrorCode.MESSAGE_TOO_LARGE,
-            f"Codex line is larger than {MAX_CODEX_LINE_BYTES} bytes",
-        )
-    if not _depth_within(line, MAX_CODEX_DEPTH):
-        raise _peer(
-            ErrorCode.DEPTH_EXCEEDED, f"Codex JSON nests deeper than {MAX_CODEX_DEPTH}"
-        )
     try:
-        tree = _ANY.decode(line)
-    except msgspec.DecodeError as exc:
-        raise _peer(ErrorCode.INVALID_JSON, f"bad Codex JSON: {exc}"[:512]) from None
+        # sized before a bytearray or memoryview is copied
+        tree = load_json(
+            line, max_bytes=MAX_CODEX_LINE_BYTES, max_depth=MAX_CODEX_DEPTH
+        )
+    except ProtocolError as exc:
+        code = exc.code
+        if code is ErrorCode.INVALID_UTF8 and _is_utf8(bytes(line)):
+            # valid UTF-8 with a lone-surrogate \u escape: invalid_json, as
+            # the bridge has always documented it (the core says invalid_utf8)
+            code = ErrorCode.INVALID_JSON
+        raise _peer(
+            code, f"Codex line: {exc.message}"[:512], **(exc.data or {})
+        ) from None
+    return bytes(line) if type(line) is not bytes else line, tree
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _peer(ErrorCode.INVALID_UTF8, "Codex line is not UTF-8") from None
-    if _ENCODER.encode(tree) == line:
-        # fast proof: re-encoding the decoded tree gives the line back, so
-        # no key was collapsed (Codex writes compact JSON, as msgspec does)
-        return line, tree
-    tokens = _STRING_OR_KEY.findall(line)
-    if len(tokens) - tokens.count(b"") != _key_count(tree):
-        raise _peer(ErrorCode.DUPLICATE_KEY, "a Codex object repeats a key")
-    return line, tree
+        return False
+    return True
 
 
 def _clean(text: str, limit: int) -> str:
