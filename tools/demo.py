@@ -420,12 +420,20 @@ async def main() -> int:
     print()
     if t.failures:
         print(f"FAILED: {len(t.failures)} of {t.checks} checks")
-        for f in t.failures:
-            print(f"  - {f}")
+        for failure in t.failures:
+            print(f"  - {failure}")
         return 1
     print(f"OK: all {t.checks} checks held")
     return 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--codex"]:
+        # The Codex mode (tools/demo_codex.py): the real codex app-server.
+        import demo_codex
+
+        raise SystemExit(asyncio.run(demo_codex.main()))
+    if sys.argv[1:]:
+        print("usage: tools/demo [--codex]", file=sys.stderr)
+        raise SystemExit(2)
     raise SystemExit(asyncio.run(main()))
