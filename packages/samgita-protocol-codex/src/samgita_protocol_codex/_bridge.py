@@ -24,7 +24,10 @@ Bytes and envelopes in, :data:`Output` values out; the caller owns both links
   Codex thread id, whether or not a native session is connected, so
   ``stream/resume`` is answered after a native reconnect;
 * never answers an approval itself: while no native session is negotiated
-  an approval waits, and it is (re-)sent after the next native initialize.
+  an approval waits, and it is (re-)sent after the next native initialize,
+  always as the same request (``approval_id``, ``action`` and ``deadline``
+  fixed when Codex asked); once its deadline has passed it is declined to
+  Codex instead, never offered again.
 """
 
 from __future__ import annotations
@@ -186,9 +189,19 @@ class BridgeReport(msgspec.Struct, frozen=True, kw_only=True):
       that negotiated its group; counted in :attr:`CodexBridge.undelivered`.
     * ``truncated``: a Codex result had more than the native schema holds
       (``thread/read`` turns beyond :data:`MAX_THREAD_READ_TURNS`).
+    * ``approval_expired``: a forwarded approval's native ``deadline``
+      passed before a valid answer (a native ``approve`` at or after it, or
+      a native session that initialized only then); it was declined to
+      Codex, never re-offered.
     """
 
-    kind: Literal["invalid_reply", "reinitialize_failed", "undelivered", "truncated"]
+    kind: Literal[
+        "invalid_reply",
+        "reinitialize_failed",
+        "undelivered",
+        "truncated",
+        "approval_expired",
+    ]
     method: str
     message: str
 
@@ -212,6 +225,7 @@ class _CodexIn(msgspec.Struct, frozen=True):
 
 _ENVELOPE: Final = msgspec.json.Decoder(_CodexIn)
 _ENCODER: Final = msgspec.json.Encoder()
+_SORTED: Final = msgspec.json.Encoder(order="sorted")
 _STRICT_REQUEST: Final = msgspec.json.Decoder(outbound.ClientRequest)
 _STRICT_NOTIFICATION: Final = msgspec.json.Decoder(outbound.ClientNotification)
 _CLIENT_TYPES: Final = request_types(inbound.ClientRequest)
@@ -393,6 +407,15 @@ def _reply(request: Request, result: msgspec.Struct) -> ToNative:
     )
 
 
+def _expired_report(rid: str, approval: _Approval) -> BridgeReport:
+    return BridgeReport(
+        kind="approval_expired",
+        method=approval.codex_method,
+        message=f"{rid}: its deadline {_timestamp(approval.deadline)} passed; "
+        "declined to Codex",
+    )
+
+
 def _settled(native: Request, why: str) -> ToNative:
     spec = METHODS.get(native.method)
     if spec is not None and spec.mutation:
@@ -410,7 +433,10 @@ class _Pending(msgspec.Struct, kw_only=True):
 class _Approval(msgspec.Struct, kw_only=True):
     codex_id: int | str
     codex_method: str
+    # the native request, built once: every (re-)send is this exact request,
+    # so its approval_id, action and deadline are never refreshed
     request: Request
+    deadline: _dt.datetime  # the instant ``request``'s deadline names
     sent: bool  # delivered to the current native session
 
 
@@ -484,7 +510,12 @@ class CodexBridge:
         for a read; addressed to the old connection, for the caller's log);
         Codex's later answers to them are absorbed, nothing is re-sent.
         Forwarded approvals stay pending and are re-sent after the next
-        successful native initialize. Streams are kept.
+        successful native initialize, unchanged (the same ``id``,
+        ``approval_id``, ``action`` and ``deadline``: a reconnect does not
+        refresh an approval's binding); one whose deadline has passed by
+        then is declined to Codex (``ApprovalResolved`` and a
+        ``BridgeReport(kind="approval_expired")``), not re-offered. Streams
+        are kept.
         """
         self._native_groups = None
         out: list[Output] = []
@@ -560,14 +591,17 @@ class CodexBridge:
         """The native peer's answer to a forwarded ``approval/request``.
 
         ``approve`` becomes Codex ``accept``, ``deny`` (or a native error)
-        ``decline``.
+        ``decline``. An ``approve`` at or after the request's ``deadline``
+        (the bridge's clock) is not an approval: Codex gets ``decline`` and
+        the caller a ``BridgeReport(kind="approval_expired")``.
 
         Raises:
             ProtocolError: ``unknown_request`` for a response to no pending
-                approval (never asked, already answered, or settled by Codex);
-                ``approval_mismatch`` when the result's ``approval_id`` or
-                ``action`` differ from the request; ``invalid_result`` for a
-                malformed result.
+                approval (never asked, already answered, expired or settled
+                by Codex); ``approval_mismatch`` when the result's
+                ``approval_id`` or ``action`` differ from the request (exact
+                JSON: ``true``, ``1`` and ``1.0`` differ); ``invalid_result``
+                for a malformed result. The approval stays pending then.
         """
         approval = self._approvals.get(response.id)
         if approval is None:
@@ -582,23 +616,37 @@ class CodexBridge:
             assert isinstance(result, ApprovalRequestResult)
             params = approval.request.params
             assert isinstance(params, ApprovalRequestParams)
-            if (
-                result.approval_id != params.approval_id
-                or result.action != params.action
-            ):
+            # the binding is exact JSON, as the core's (True, 1 and 1.0 differ)
+            if result.approval_id != params.approval_id or _SORTED.encode(
+                result.action
+            ) != _SORTED.encode(params.action):
                 raise ProtocolError(
                     ErrorCode.APPROVAL_MISMATCH,
                     "result does not match the approval request",
+                    data={"approval_id": params.approval_id},
                 )
-            decision = "accept" if result.decision == "approve" else "decline"
+            if result.decision == "approve":
+                if self._now() >= approval.deadline:
+                    del self._approvals[response.id]
+                    return [
+                        self._decline(approval),
+                        _expired_report(response.id, approval),
+                    ]
+                decision = "accept"
         del self._approvals[response.id]
+        return [self._answer_codex(approval, decision)]
+
+    def _decline(self, approval: _Approval) -> ToCodex:
+        return self._answer_codex(approval, "decline")
+
+    def _answer_codex(self, approval: _Approval, decision: str) -> ToCodex:
         body = _ENCODER.encode(
             {"id": approval.codex_id, "result": {"decision": decision}}
         )
         _STRICT_APPROVAL_RESULT[approval.codex_method].decode(
             _ENCODER.encode({"decision": decision})
         )
-        return [ToCodex(data=body + b"\n")]
+        return ToCodex(data=body + b"\n")
 
     # ------------------------------------------------------------- codex side
 
@@ -742,10 +790,19 @@ class CodexBridge:
             )
         ]
         if "approvals.v1" in self._native_groups:
-            for approval in self._approvals.values():
-                if not approval.sent:
-                    approval.sent = True
-                    out.append(ToNative(message=approval.request))
+            now = self._now()
+            for rid, approval in list(self._approvals.items()):
+                if approval.sent:
+                    continue
+                if now >= approval.deadline:
+                    # no approve can be valid any more: not offered again
+                    del self._approvals[rid]
+                    out.append(self._decline(approval))
+                    out.append(ApprovalResolved(request_id=rid))
+                    out.append(_expired_report(rid, approval))
+                    continue
+                approval.sent = True
+                out.append(ToNative(message=approval.request))
             return out
         # the new session cannot answer approvals: refuse them to Codex now
         for rid, approval in list(self._approvals.items()):
@@ -1114,6 +1171,8 @@ class CodexBridge:
             params.reason if isinstance(params.reason, str) else UNSET
         )
         rid = f"codex-approval-{self._next_native_id + 1}"
+        # whole seconds, as the wire shows it: the deadline is this instant
+        deadline = (self._now() + self._approval_timeout).replace(microsecond=0)
         # details: the params exactly as Codex sent them, from the untyped
         # decode of the checked line (depth and repeated keys already
         # checked, so nothing is lost; the core encoder checks the native bounds)
@@ -1128,7 +1187,7 @@ class CodexBridge:
                     description=description,
                     details={"codex_method": method, "codex_params": details},
                 ),
-                deadline=_timestamp(self._now() + self._approval_timeout),
+                deadline=_timestamp(deadline),
                 thread_id=params.threadId,
                 turn_id=params.turnId,
                 reason=why,
@@ -1138,7 +1197,11 @@ class CodexBridge:
         self._next_native_id += 1
         deliver = groups is not None
         self._approvals[rid] = _Approval(
-            codex_id=codex_id, codex_method=method, request=native, sent=deliver
+            codex_id=codex_id,
+            codex_method=method,
+            request=native,
+            deadline=deadline,
+            sent=deliver,
         )
         return [ToNative(message=native)] if deliver else []
 

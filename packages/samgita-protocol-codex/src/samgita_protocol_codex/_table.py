@@ -96,7 +96,9 @@ TRANSLATIONS: Final[tuple[Translation, ...]] = (
     Translation(native="approval/request", codex=("item/commandExecution/requestApproval",
                 "item/fileChange/requestApproval"), direction=_C2N, group="approvals.v1",
                 note="approve -> `accept`, deny -> `decline`; never answered by the bridge itself: without a native session it waits "
-                     "and is sent after the next native initialize; refused (JSON-RPC error) only when the session lacks approvals.v1"),
+                     "and is sent after the next native initialize; re-sent unchanged (same `approval_id`, `action`, `deadline`) "
+                     "after a native reconnect; past its deadline declined, never re-offered; refused (JSON-RPC error) only when "
+                     "the session lacks approvals.v1"),
     Translation(native="-", codex=("serverRequest/resolved",), direction=_C2N, group="approvals.v1",
                 note="ends the pending approval; a later native answer is refused (`unknown_request`)"),
 )  # fmt: skip

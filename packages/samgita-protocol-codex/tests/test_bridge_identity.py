@@ -1,0 +1,235 @@
+"""Identities a reconnect or restart must not change or reuse (issue 13).
+
+Approvals: every (re-)send of a forwarded Codex approval is the same native
+request (``id``, ``approval_id``, ``action``, ``deadline`` fixed when Codex
+asked); after its deadline it is declined to Codex, never offered again, and
+a late ``approve`` is not an approval.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+from samgita_protocol import (
+    Action,
+    ApprovalRequestParams,
+    ApprovalRequestResult,
+    ErrorCode,
+    ErrorObject,
+    ProtocolError,
+    Request,
+    Response,
+    encode,
+)
+
+from samgita_protocol_codex import (
+    ApprovalResolved,
+    BridgeReport,
+    CodexBridge,
+    ToCodex,
+)
+from test_bridge_review import _ask, _first, _init, _line, _natives
+
+T0 = dt.datetime(2026, 12, 3, 12, 0, 0, 250_000, tzinfo=dt.UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += dt.timedelta(**delta)
+
+
+def _bridge(clock: Clock, *, native: bool = True) -> CodexBridge:
+    bridge = CodexBridge(
+        host_id="id", now=clock, approval_timeout=dt.timedelta(minutes=5)
+    )
+    if native:
+        bridge.native_request(_init())
+        bridge.receive_codex(
+            _line(_first("turn", lambda m: m.get("id") == 0 and "result" in m))
+        )
+    return bridge
+
+
+def _asks(out: list[Any]) -> list[Request]:
+    return [m for m in _natives(out) if isinstance(m, Request)]
+
+
+def _codex(out: list[Any]) -> list[dict[str, Any]]:
+    return [json.loads(o.data) for o in out if isinstance(o, ToCodex)]
+
+
+def _reports(out: list[Any]) -> list[BridgeReport]:
+    return [o for o in out if isinstance(o, BridgeReport)]
+
+
+def _answer(ask: Request, decision: str, action: Action | None = None) -> Response:
+    params = ask.params
+    assert isinstance(params, ApprovalRequestParams)
+    result = ApprovalRequestResult(
+        approval_id=params.approval_id,
+        action=params.action if action is None else action,
+        decision=decision,  # type: ignore[arg-type]
+    )
+    return Response(id=ask.id, correlation_id=ask.correlation_id, result=result)
+
+
+def _reconnect(bridge: CodexBridge, n: int) -> list[Any]:
+    assert not _asks(bridge.native_connected())
+    return bridge.native_request(_init(n=n))
+
+
+# -- re-sent approvals keep their binding ------------------------------------------
+
+
+def test_resent_approval_is_the_same_request_with_the_original_deadline() -> None:
+    clock = Clock()
+    bridge = _bridge(clock)
+    (first,) = _asks(bridge.receive_codex(_line(_ask())))
+    assert isinstance(first.params, ApprovalRequestParams)
+    assert first.params.deadline == "2026-12-03T12:05:00Z"  # T0 + 5 min, whole s
+    wire = encode(first)
+    for n, minutes in ((7, 1), (8, 2), (9, 1.9)):
+        clock.advance(minutes=minutes)
+        (again,) = _asks(_reconnect(bridge, n))
+        # byte-identical: id, correlation_id, approval_id, action, deadline
+        assert encode(again) == wire
+    # and it can still be approved before the deadline
+    clock.now = dt.datetime(2026, 12, 3, 12, 4, 59, 999_999, tzinfo=dt.UTC)
+    out = bridge.native_response(_answer(first, "approve"))
+    assert _codex(out) == [{"id": _ask()["id"], "result": {"decision": "accept"}}]
+
+
+def test_approval_waiting_for_a_session_keeps_the_deadline_of_the_ask() -> None:
+    clock = Clock()
+    bridge = _bridge(clock, native=False)
+    assert bridge.receive_codex(_line(_ask())) == []
+    clock.advance(minutes=3)
+    bridge.native_request(_init())
+    out = bridge.receive_codex(
+        _line(_first("turn", lambda m: m.get("id") == 0 and "result" in m))
+    )
+    (ask,) = _asks(out)
+    assert isinstance(ask.params, ApprovalRequestParams)
+    assert ask.params.deadline == "2026-12-03T12:05:00Z"
+
+
+def test_expired_approval_is_not_reoffered_and_is_declined_to_codex() -> None:
+    clock = Clock()
+    bridge = _bridge(clock)
+    (first,) = _asks(bridge.receive_codex(_line(_ask())))
+    bridge.native_connected()
+    clock.now = dt.datetime(2026, 12, 3, 12, 5, 0, tzinfo=dt.UTC)  # exactly at it
+    out = bridge.native_request(_init(n=9))
+    assert _asks(out) == []
+    assert _codex(out)[-1] == {"id": _ask()["id"], "result": {"decision": "decline"}}
+    assert ApprovalResolved(request_id=first.id) in out
+    (report,) = _reports(out)
+    assert report.kind == "approval_expired"
+    assert report.method == "item/commandExecution/requestApproval"
+    # settled: a late native answer is refused, a further reconnect sends nothing
+    with pytest.raises(ProtocolError) as info:
+        bridge.native_response(_answer(first, "approve"))
+    assert info.value.code is ErrorCode.UNKNOWN_REQUEST
+    assert _asks(_reconnect(bridge, 10)) == []
+
+
+def test_approval_that_expired_before_any_session_is_never_offered() -> None:
+    clock = Clock()
+    bridge = _bridge(clock, native=False)
+    bridge.receive_codex(_line(_ask()))
+    clock.advance(minutes=6)
+    bridge.native_request(_init())
+    out = bridge.receive_codex(
+        _line(_first("turn", lambda m: m.get("id") == 0 and "result" in m))
+    )
+    assert _asks(out) == []
+    assert {"id": _ask()["id"], "result": {"decision": "decline"}} in _codex(out)
+    assert [r.kind for r in _reports(out)] == ["approval_expired"]
+
+
+def test_only_the_expired_approvals_are_withheld() -> None:
+    clock = Clock()
+    bridge = _bridge(clock)
+    old = _ask()
+    (first,) = _asks(bridge.receive_codex(_line(old)))
+    clock.advance(minutes=3)
+    young = _ask()
+    young["id"] = 777
+    (second,) = _asks(bridge.receive_codex(_line(young)))
+    bridge.native_connected()
+    clock.advance(minutes=2, seconds=30)  # first expired, second has 30 s more
+    out = bridge.native_request(_init(n=9))
+    assert _asks(out) == [second]
+    assert _codex(out) == [{"id": old["id"], "result": {"decision": "decline"}}]
+    assert [o.request_id for o in out if isinstance(o, ApprovalResolved)] == [first.id]
+
+
+# -- the answer is checked against the binding -------------------------------------
+
+
+def test_approve_at_or_after_the_deadline_is_declined() -> None:
+    clock = Clock()
+    bridge = _bridge(clock)
+    (ask,) = _asks(bridge.receive_codex(_line(_ask())))
+    clock.now = dt.datetime(2026, 12, 3, 12, 5, 0, tzinfo=dt.UTC)
+    out = bridge.native_response(_answer(ask, "approve"))
+    assert _codex(out) == [{"id": _ask()["id"], "result": {"decision": "decline"}}]
+    assert [r.kind for r in _reports(out)] == ["approval_expired"]
+    with pytest.raises(ProtocolError) as info:
+        bridge.native_response(_answer(ask, "deny"))
+    assert info.value.code is ErrorCode.UNKNOWN_REQUEST
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_deny_and_native_errors_are_decline_at_any_time(late: bool) -> None:
+    for answer in ("deny", "error"):
+        clock = Clock()
+        bridge = _bridge(clock)
+        (ask,) = _asks(bridge.receive_codex(_line(_ask())))
+        if late:
+            clock.advance(hours=1)
+        response = (
+            _answer(ask, "deny")
+            if answer == "deny"
+            else Response(
+                id=ask.id,
+                correlation_id=ask.correlation_id,
+                error=ErrorObject(code="timeout", message="nobody answered"),
+            )
+        )
+        out = bridge.native_response(response)
+        assert _codex(out) == [{"id": _ask()["id"], "result": {"decision": "decline"}}]
+        assert _reports(out) == []
+
+
+def test_action_is_bound_as_exact_json() -> None:
+    clock = Clock()
+    bridge = _bridge(clock)
+    asked = _ask()
+    asked["params"]["flag"] = True
+    (ask,) = _asks(bridge.receive_codex(_line(asked)))
+    assert isinstance(ask.params, ApprovalRequestParams)
+    action = ask.params.action
+    assert isinstance(action.details, dict)
+    params = dict(action.details["codex_params"], flag=1)  # True == 1 in Python
+    other = Action(
+        kind=action.kind,
+        description=action.description,
+        details={**action.details, "codex_params": params},
+    )
+    assert other == action  # what a Python comparison would have accepted
+    with pytest.raises(ProtocolError) as info:
+        bridge.native_response(_answer(ask, "approve", other))
+    assert info.value.code is ErrorCode.APPROVAL_MISMATCH
+    # still pending: the bound answer goes through
+    out = bridge.native_response(_answer(ask, "approve"))
+    assert _codex(out) == [{"id": asked["id"], "result": {"decision": "accept"}}]
