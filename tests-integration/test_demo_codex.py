@@ -38,15 +38,16 @@ def test_demo_codex_runs_the_flow_against_the_real_codex() -> None:
         "[ok] negotiated exactly ['approvals.v1', 'sessions.v1', 'streaming.v1'] out of the 5 offered groups",
         "[ok] not offered back: ['cancellation.v1', 'project_events.v1']",
         '=> codex {"method":"initialized"}',
-        "[ok] the host client refuses to send a project event method the session did not negotiate",
+        "[ok] the client refuses to send a project event method the session did not negotiate",
         "[ok] Codex's escalated exec_command arrived as native approval/request codex-approval-1 (command_execution)",
         '=> codex {"id":0,"result":{"decision":"accept"}}',
-        "on disk: approved.txt = 'approved by the host\\n'",
+        "on disk: approved.txt = 'approved by the client\\n'",
         "[ok] the command's effect is on disk (Codex got `accept`)",
         "native link cut after 4 deltas, checkpoint ",
         "lost on the cut native link: ",
-        "[ok] the rest of the stream and turn/completed never reached the host live",
+        "[ok] the rest of the stream and turn/completed never reached the client live",
         "[ok] same host, new connection; no Codex call was needed",
+        "[ok] a thread/read over the new connection confirms Codex finished the turn",
         "[ok] the replay starts at checkpoint + 1",
         "[ok] every event lost on the cut link came back in the replay",
         "each exactly once: nothing lost or duplicated",
@@ -55,7 +56,7 @@ def test_demo_codex_runs_the_flow_against_the_real_codex() -> None:
         "OK: all ",
     ]:
         assert line in out, f"missing {line!r} in:\n{out}"
-    # the host processed 12 native item/delta lines: 4 live, 8 replayed
+    # the client processed 12 native item/delta lines: 4 live, 8 replayed
     # (the same 8 are also listed as lost on the cut link)
     processed = [x for x in out.splitlines() if x.startswith("  <- [")]
     deltas = [x for x in processed if "] item/delta '" in x]

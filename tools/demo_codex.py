@@ -8,7 +8,7 @@ the model; a temporary ``CODEX_HOME`` points a custom model provider at it.
 in front of it, and a native host client (a core ``Client``) drives the
 bridge with encoded native messages: initialize (the negotiated groups; no
 project events), thread/start, turn/start, an escalated ``exec_command``
-approved by the host (its effect checked on disk), agent-message deltas as
+approved by the client (its effect checked on disk), agent-message deltas as
 native ``item/delta`` with contiguous cursors, the native link cut
 mid-stream (what the bridge sent meanwhile is lost on the wire), reconnect,
 re-initialize, ``stream/resume`` from the processed checkpoint, and the turn
@@ -61,7 +61,7 @@ REQUIRED = ["sessions.v1", "streaming.v1", "approvals.v1"]
 HOST_ID = "codex-demo-bridge"
 ANSWER = (
     "Done: the approved command wrote its file. Each piece of this answer "
-    "reached the host as a native item/delta with the next cursor, and the "
+    "reached the client as a native item/delta with the next cursor, and the "
     "bridge kept it in a Replay, so a cut native link loses none of it."
 )
 CHUNKS = 12
@@ -102,13 +102,26 @@ def _short(data: bytes | str, limit: int = 150) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class Host:
-    """The native host client (a core ``Client``) and the bridge between it and Codex.
+def _wire(data: bytes, limit: int = 110) -> str:
+    """One native message as it crossed: its size, kind, ids, then its body."""
+    tree = msgspec.json.decode(data)
+    head = [f"[{len(data)} B] {tree.get('type')}"]
+    for key in ("method", "id", "command_id", "stream_id", "cursor"):
+        if key in tree:
+            head.append(f"{key}={tree[key]}")
+    body = next((k for k in ("params", "result", "error") if k in tree), None)
+    if body is not None:
+        head.append(f"{body}={_short(msgspec.json.encode(tree[body]), limit)}")
+    return " ".join(head)
+
+
+class Session:
+    """A native session: a core ``Client`` (the host client) and the bridge between it and Codex.
 
     Native messages cross as encoded bytes (``Client.encode`` -> ``decode`` ->
     bridge; bridge -> ``encode`` -> ``Client.receive``); Codex lines cross the
     stdio link.  While the native link is cut, what the bridge sends the
-    native side is lost (counted), as on a dead socket.
+    client is lost (counted), as on a dead socket.
     """
 
     def __init__(self, t: Transcript, link: CodexStdio) -> None:
@@ -128,7 +141,7 @@ class Host:
         self.codex_methods: list[str] = []  # Codex -> bridge ("" = a response)
         self.sent_codex: list[str] = []  # bridge -> Codex
         self.unmapped: list[str] = []
-        # the host's processing of its stream
+        # the client's processing of its stream
         self.order: list[int] = []
         self.stream_ids: list[str] = []
         self.texts: dict[str, str] = {}
@@ -197,10 +210,10 @@ class Host:
         self.native_in += 1
         for effect in self.client.receive(data):
             if isinstance(effect, (core.ResponseReceived, core.ErrorReceived)):
-                self.t.say("<-", f"native {_short(data, 130)}")
+                self.t.say("<-", f"native {_wire(data)}")
                 self.answers[effect.request.id] = effect
             elif isinstance(effect, core.RequestReceived):
-                self.t.say("<-", f"native {_short(data, 200)}")
+                self.t.say("<-", f"native {_wire(data, 160)}")
                 self.incoming.append(effect.request)
             elif isinstance(effect, core.NotificationReceived):
                 self.t.say("<-", f"native {effect.notification.method} (ephemeral)")
@@ -211,7 +224,7 @@ class Host:
             self.process(note)
 
     def process(self, n: core.Notification) -> None:
-        """The host processes one sequenced notification, then acknowledges it."""
+        """The client processes one sequenced notification, then acknowledges it."""
         assert isinstance(n.cursor, int) and isinstance(n.stream_id, str)
         self.order.append(n.cursor)
         if n.stream_id not in self.stream_ids:
@@ -244,7 +257,7 @@ class Host:
     async def send_native(self, message: core.Request | core.Response) -> None:
         data = self.client.encode(message)
         self.native_out += 1
-        self.t.say("->", f"native {_short(data, 170)}")
+        self.t.say("->", f"native {_wire(data)}")
         decoded = core.decode(data)
         if isinstance(decoded, core.Request):
             await self.route(self.bridge.native_request(decoded))
@@ -298,11 +311,11 @@ def _describe(m: core.Message) -> str:
     return f"response {m.id}"
 
 
-async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
-    bridge, client = host.bridge, host.client
+async def run_flow(t: Transcript, session: Session, marker: Path) -> None:
+    bridge, client = session.bridge, session.client
 
     t.step("1. initialize: the bridge offers only what Codex can do")
-    init = await host.request("connection/initialize", {})
+    init = await session.request("connection/initialize", {})
     t.say(
         "..",
         f"version {init.version}, capabilities {sorted(init.capabilities)}, "
@@ -318,8 +331,8 @@ async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
         f"not offered back: {absent} (Codex has no project events, no request cancellation)",
     )
     t.check(
-        host.sent_codex[:2] == ["initialize", "initialized"]
-        and host.codex_methods[:1] == [""],
+        session.sent_codex[:2] == ["initialize", "initialized"]
+        and session.codex_methods[:1] == [""],
         "Codex answered `initialize`; the bridge then sent the Codex-only `initialized` notification",
     )
     try:
@@ -332,19 +345,21 @@ async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
     t.say("..", f"project/event.status before sending: {refused} (local)")
     t.check(
         refused == "unsupported",
-        "the host client refuses to send a project event method the session did not negotiate",
+        "the client refuses to send a project event method the session did not negotiate",
     )
 
     t.step("2. thread/start and turn/start over the stdio link")
-    thread = (await host.request("thread/start", {}, command_id="cmd-thread-1")).thread
+    thread = (
+        await session.request("thread/start", {}, command_id="cmd-thread-1")
+    ).thread
     t.say("..", f"thread {thread.thread_id} ({thread.status})")
-    host.quiet_codex = True
+    session.quiet_codex = True
     t.say(
         "..",
         "(from here on Codex notifications are shown as what they became natively)",
     )
     turn = (
-        await host.request(
+        await session.request(
             "turn/start",
             {
                 "thread_id": thread.thread_id,
@@ -358,16 +373,16 @@ async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
         turn.status == "in_progress", "turn/start answered: the turn is in progress"
     )
 
-    t.step("3. an approval: Codex asks, the host decides")
-    await host.until(lambda: bool(host.incoming))
-    stream_id = host.stream_ids[0] if host.stream_ids else None
+    t.step("3. an approval: Codex asks, the client decides")
+    await session.until(lambda: bool(session.incoming))
+    stream_id = session.stream_ids[0] if session.stream_ids else None
     t.check(
-        set(host.stream_ids) == {f"codex-{thread.thread_id}"}
+        set(session.stream_ids) == {f"codex-{thread.thread_id}"}
         and bridge.stream_id(thread.thread_id) == stream_id,
         f"the turn's events are sequenced on the thread's native stream {stream_id}, "
-        f"cursors {host.order[0] if host.order else '-'}..{host.order[-1] if host.order else '-'}",
+        f"cursors {session.order[0] if session.order else '-'}..{session.order[-1] if session.order else '-'}",
     )
-    ask = host.incoming.pop(0)
+    ask = session.incoming.pop(0)
     params = ask.params
     assert isinstance(params, core.ApprovalRequestParams)
     t.check(
@@ -385,23 +400,25 @@ async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
     )
     reason = "" if params.reason is core.UNSET else f"; reason {params.reason!r}"
     t.say("..", f"action {params.action.description!r}{reason}")
-    t.check(not marker.exists(), "nothing ran before the host answered")
+    t.check(not marker.exists(), "nothing ran before the client answered")
     reply = client.reply(
         ask,
         core.ApprovalRequestResult(
             approval_id=params.approval_id, action=params.action, decision="approve"
         ),
     )
-    await host.send_native(reply)
-    await host.until(
-        lambda: any(i.type == "commandExecution" for i in host.completed.values())
+    await session.send_native(reply)
+    await session.until(
+        lambda: any(i.type == "commandExecution" for i in session.completed.values())
     )
-    command = next(i for i in host.completed.values() if i.type == "commandExecution")
+    command = next(
+        i for i in session.completed.values() if i.type == "commandExecution"
+    )
     t.check(command.status == "completed", "the approved command ran to completion")
     written = marker.read_text() if marker.exists() else None
     t.say("..", f"on disk: {marker.name} = {written!r}")
     t.check(
-        written == "approved by the host\n",
+        written == "approved by the client\n",
         "the command's effect is on disk (Codex got `accept`)",
     )
 
@@ -411,8 +428,12 @@ async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
     checkpoint_box: list[int] = []
 
     def cut_when_enough(n: core.Notification) -> None:
-        if n.method == "item/delta" and host.deltas == CUT_AFTER and host.native_up:
-            host.cut_native()
+        if (
+            n.method == "item/delta"
+            and session.deltas == CUT_AFTER
+            and session.native_up
+        ):
+            session.cut_native()
             checkpoint_box.append(client.checkpoints()[str(n.stream_id)])
             t.say(
                 "xx",
@@ -420,31 +441,31 @@ async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
                 "(Codex keeps streaming into the bridge)",
             )
 
-    host.on_processed = cut_when_enough
-    await host.until(lambda: bool(checkpoint_box))
+    session.on_processed = cut_when_enough
+    await session.until(lambda: bool(checkpoint_box))
     checkpoint = checkpoint_box[0]
     t.check(
-        host.order == list(range(1, len(host.order) + 1)),
+        session.order == list(range(1, len(session.order) + 1)),
         f"cursors 1..{checkpoint} arrived contiguous and were processed in order",
     )
-    await host.until(lambda: "turn/completed" in host.codex_methods)
+    await session.until(lambda: "turn/completed" in session.codex_methods)
     t.say(
         "..",
-        f"Codex finished the turn while the host was away; "
-        f"{len(host.lost)} native messages were lost on the cut link",
+        f"Codex finished the turn while the client was away; "
+        f"{len(session.lost)} native messages were lost on the cut link",
     )
     t.check(
-        len(host.lost) >= 2 and not host.turns_done,
-        "the rest of the stream and turn/completed never reached the host live",
+        len(session.lost) >= 2 and not session.turns_done,
+        "the rest of the stream and turn/completed never reached the client live",
     )
 
     t.step("5. reconnect, initialize again, resume from the checkpoint")
-    host.on_processed = None
+    session.on_processed = None
     client.reconnect()
-    await host.route(bridge.native_connected())
-    host.native_up = True
-    sent_before = len(host.sent_codex)
-    init2 = await host.request("connection/initialize", {})
+    await session.route(bridge.native_connected())
+    session.native_up = True
+    sent_before = len(session.sent_codex)
+    init2 = await session.request("connection/initialize", {})
     t.say(
         "..",
         f"connection {init2.connection_id} (was {init.connection_id}), host {init2.host_id}",
@@ -452,26 +473,34 @@ async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
     t.check(
         init2.host_id == init.host_id
         and init2.connection_id != init.connection_id
-        and len(host.sent_codex) == sent_before,
+        and len(session.sent_codex) == sent_before,
         "same host, new connection; no Codex call was needed (the Codex link stayed up)",
     )
-    mark = len(host.order)
+    read = await session.request("thread/read", {"thread_id": thread.thread_id})
+    status = next((x.status for x in read.turns if x.turn_id == turn.turn_id), None)
+    t.say("..", f"thread/read: turn {turn.turn_id} is {status} on Codex")
+    t.check(
+        status == "completed",
+        "a thread/read over the new connection confirms Codex finished the turn",
+    )
+    mark = len(session.order)
     replayed = 0
     cursor = client.checkpoints().get(str(stream_id), 0)
     t.check(
-        cursor == checkpoint, f"the host resumes from its processed checkpoint {cursor}"
+        cursor == checkpoint,
+        f"the client resumes from its processed checkpoint {cursor}",
     )
     while True:
-        page = await host.request(
+        page = await session.request(
             "stream/resume", {"stream_id": stream_id, "cursor": cursor}
         )
         replayed += client.receive_replay(page)
         for note in client.drain():
-            host.process(note)
+            session.process(note)
         if not page.has_more:
             break
         cursor = page.cursor
-    resumed = host.order[mark:]
+    resumed = session.order[mark:]
     t.say(
         "..",
         f"{replayed} events replayed: cursors "
@@ -482,7 +511,7 @@ async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
         and len(resumed) == replayed,
         f"the replay starts at checkpoint + 1 ({checkpoint + 1}) and is contiguous",
     )
-    lost_cursors = [m.cursor for m in host.lost if isinstance(m, core.Notification)]
+    lost_cursors = [m.cursor for m in session.lost if isinstance(m, core.Notification)]
     t.check(
         set(lost_cursors) <= set(resumed),
         "every event lost on the cut link came back in the replay",
@@ -490,31 +519,31 @@ async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
 
     t.step("6. checks")
     t.check(
-        host.order == list(range(1, len(host.order) + 1)),
-        f"the host processed cursors 1..{len(host.order)}, each exactly once: nothing lost or duplicated",
+        session.order == list(range(1, len(session.order) + 1)),
+        f"the client processed cursors 1..{len(session.order)}, each exactly once: nothing lost or duplicated",
     )
     t.check(
-        client.checkpoints()[str(stream_id)] == host.order[-1],
+        client.checkpoints()[str(stream_id)] == session.order[-1],
         "checkpoint = last processed cursor",
     )
-    messages = [i for i in host.completed.values() if i.type == "agentMessage"]
+    messages = [i for i in session.completed.values() if i.type == "agentMessage"]
     t.check(
         len(messages) == 1
-        and host.texts.get(messages[0].item_id) == messages[0].text == ANSWER,
-        f"the {host.deltas} deltas add up to the completed agent message, exactly the model's text",
+        and session.texts.get(messages[0].item_id) == messages[0].text == ANSWER,
+        f"the {session.deltas} deltas add up to the completed agent message, exactly the model's text",
     )
     t.check(
-        host.deltas == CHUNKS,
+        session.deltas == CHUNKS,
         f"all {CHUNKS} streamed pieces arrived (live or replayed)",
     )
     t.check(
-        bool(host.turns_done)
-        and host.turns_done[0].turn_id == turn.turn_id
-        and host.turns_done[0].status == "completed",
+        bool(session.turns_done)
+        and session.turns_done[0].turn_id == turn.turn_id
+        and session.turns_done[0].status == "completed",
         "the turn completed",
     )
     t.check(not client.uncertain, "no command left uncertain")
-    if host.unmapped:
+    if session.unmapped:
         counts = dict(sorted(bridge.unmapped_notifications.items()))
         t.say(
             "..",
@@ -522,16 +551,16 @@ async def run_flow(t: Transcript, host: Host, marker: Path) -> None:
         )
     t.say(
         "..",
-        f"wire totals: {len(host.sent_codex)} lines to Codex, {len(host.codex_methods)} from Codex; "
-        f"{host.native_out} native messages to the bridge, {host.native_in} to the host, "
-        f"{len(host.lost)} lost on the cut link",
+        f"wire totals: {len(session.sent_codex)} lines to Codex, {len(session.codex_methods)} from Codex; "
+        f"{session.native_out} native messages to the bridge, {session.native_in} to the client, "
+        f"{len(session.lost)} lost on the cut link",
     )
 
 
 async def run(t: Transcript, binary: Path, tmp: Path) -> None:
     marker = tmp / "work" / "approved.txt"
     (tmp / "work").mkdir()
-    command = f"echo approved by the host > {marker}"
+    command = f"echo approved by the client > {marker}"
     model = scripted.ScriptedModel(
         [scripted.exec_call(command), scripted.text_reply(ANSWER, chunks=CHUNKS)]
     )
@@ -550,16 +579,16 @@ async def run(t: Transcript, binary: Path, tmp: Path) -> None:
     print(
         f"codex app-server over stdio (pid {link.pid}), CODEX_HOME in a temporary directory"
     )
-    host = Host(t, link)
-    host.start_pump()
+    session = Session(t, link)
+    session.start_pump()
     try:
-        await asyncio.wait_for(run_flow(t, host, marker), 90)
+        await asyncio.wait_for(run_flow(t, session, marker), 90)
         t.check(
             len(model.requests) == 2,
             f"the model was asked {len(model.requests)} times (the call, then the answer after the command output)",
         )
     finally:
-        await host.stop_pump()
+        await session.stop_pump()
         await link.close()
         await model.close()
 
