@@ -12,16 +12,23 @@ import datetime as dt
 import json
 from typing import Any
 
+import msgspec
 import pytest
 from samgita_protocol import (
     Action,
     ApprovalRequestParams,
     ApprovalRequestResult,
+    Client,
     ErrorCode,
     ErrorObject,
+    ErrorReceived,
+    Notification,
     ProtocolError,
     Request,
     Response,
+    ResponseReceived,
+    StreamResumeParams,
+    decode,
     encode,
 )
 
@@ -31,7 +38,8 @@ from samgita_protocol_codex import (
     CodexBridge,
     ToCodex,
 )
-from test_bridge_review import _ask, _first, _init, _line, _natives
+from test_bridge_recorded import GROUPS
+from test_bridge_review import _ask, _first, _init, _line, _method, _natives, _request
 
 T0 = dt.datetime(2026, 12, 3, 12, 0, 0, 250_000, tzinfo=dt.UTC)
 
@@ -233,3 +241,167 @@ def test_action_is_bound_as_exact_json() -> None:
     # still pending: the bound answer goes through
     out = bridge.native_response(_answer(ask, "approve"))
     assert _codex(out) == [{"id": asked["id"], "result": {"decision": "accept"}}]
+
+
+# -- stream ids are unique per bridge instance ---------------------------------------
+
+
+def _delta(text: str) -> bytes:
+    msg = _method("item/agentMessage/delta")
+    msg["params"]["delta"] = text
+    return _line(msg)
+
+
+def _thread_id() -> str:
+    thread_id: str = _method("item/agentMessage/delta")["params"]["threadId"]
+    return thread_id
+
+
+class Native:
+    """A core Client on the native side of one bridge (bytes both ways)."""
+
+    def __init__(self, bridge: CodexBridge, client: Client) -> None:
+        self.bridge, self.client = bridge, client
+        self.effects: list[Any] = []
+
+    def take(self, out: list[Any]) -> None:
+        for o in _natives(out):
+            self.effects += self.client.receive(encode(o))
+
+    def request(self, method: str, params: Any) -> Any:
+        request = self.client.request(method, params)
+        self.take(self.bridge.native_request(decode(encode(request))))
+        return self.effects[-1]
+
+    def connect(self) -> None:
+        self.take(self.bridge.native_request(decode(encode(
+            self.client.request("connection/initialize", {})
+        ))))  # fmt: skip
+        self.take(
+            self.bridge.receive_codex(
+                _line(_first("turn", lambda m: m.get("id") == 0 and "result" in m))
+            )
+        )
+        assert isinstance(self.effects[-1], ResponseReceived)
+
+    def consume(self) -> list[str]:
+        seen = []
+        for note in self.client.drain():
+            seen.append(note.params.delta)  # type: ignore[union-attr]
+            self.client.ack_cursor(note.stream_id, note.cursor)  # type: ignore[arg-type]
+        return seen
+
+
+def test_a_checkpoint_from_before_a_bridge_restart_is_not_found() -> None:
+    old = Native(CodexBridge(host_id="h"), Client(capabilities=GROUPS))
+    old.connect()
+    for text in ("a1", "a2", "a3"):
+        old.take(old.bridge.receive_codex(_delta(text)))
+    assert old.consume() == ["a1", "a2", "a3"]
+    saved = old.client.checkpoints()
+    old_sid = old.bridge.stream_id(_thread_id())
+    assert saved == {old_sid: 3}
+
+    # the bridge restarts (same host_id, same Codex thread): new cursors 1..5
+    new_bridge = CodexBridge(host_id="h")
+    new = Native(
+        new_bridge, Client(capabilities=GROUPS, host_id="h", checkpoints=saved)
+    )
+    new.connect()  # same host: the restored client is accepted
+    for text in ("b1", "b2", "b3", "b4", "b5"):
+        new.take(new_bridge.receive_codex(_delta(text)))
+    new_sid = new_bridge.stream_id(_thread_id())
+    assert new_sid != old_sid
+    assert new.consume() == ["b1", "b2", "b3", "b4", "b5"]  # a new stream, from 1
+    assert new.client.checkpoints() == {old_sid: 3, new_sid: 5}
+
+    # resuming the old checkpoint: typed not_found, no events of the new stream
+    effect = new.request("stream/resume", {"stream_id": old_sid, "cursor": 3})
+    assert isinstance(effect, ErrorReceived)
+    assert (effect.error.code, effect.error.origin) == (ErrorCode.NOT_FOUND, "remote")
+    assert effect.error.data == {"stream_id": old_sid}
+    assert new.client.drain() == []
+    # the client drops it; the live stream resumes as usual
+    new.client.forget_stream(old_sid)
+    effect = new.request("stream/resume", {"stream_id": new_sid, "cursor": 3})
+    assert isinstance(effect, ResponseReceived)
+    assert new.client.receive_replay(effect.result) == 0  # 4, 5 already processed
+
+
+def test_two_bridges_never_share_a_stream_or_connection_id() -> None:
+    ids = set()
+    connections = set()
+    for _ in range(20):
+        bridge = CodexBridge(host_id="h")
+        out = bridge.native_request(_init())
+        out += bridge.receive_codex(
+            _line(_first("turn", lambda m: m.get("id") == 0 and "result" in m))
+        )
+        (init,) = [m for m in _natives(out) if isinstance(m, Response)]
+        connections.add(init.result.connection_id)  # type: ignore[union-attr]
+        (note,) = _natives(bridge.receive_codex(_delta("x")))
+        assert isinstance(note, Notification) and note.cursor == 1
+        assert note.stream_id == f"codex-{bridge.instance_id}-{_thread_id()}"
+        assert len(bridge.instance_id) == 16
+        ids.add(note.stream_id)
+    assert len(ids) == len(connections) == 20
+
+
+def test_a_given_instance_id_names_streams_and_connections() -> None:
+    bridge = CodexBridge(host_id="h", instance_id="run-7_A")
+    assert bridge.instance_id == "run-7_A"
+    out = bridge.native_request(_init())
+    out += bridge.receive_codex(
+        _line(_first("turn", lambda m: m.get("id") == 0 and "result" in m))
+    )
+    (init,) = [m for m in _natives(out) if isinstance(m, Response)]
+    assert init.result.connection_id == "codex-run-7_A-1"  # type: ignore[union-attr]
+    (note,) = _natives(bridge.receive_codex(_delta("x")))
+    assert note.stream_id == f"codex-run-7_A-{_thread_id()}"
+
+
+def test_a_long_thread_id_keeps_the_instance_in_its_digest_id() -> None:
+    bridge = CodexBridge(host_id="h", instance_id="i" * 32)
+    bridge.native_request(_init())
+    bridge.receive_codex(
+        _line(_first("turn", lambda m: m.get("id") == 0 and "result" in m))
+    )
+    msg = _method("item/agentMessage/delta")
+    msg["params"]["threadId"] = "t" * 250
+    (note,) = _natives(bridge.receive_codex(_line(msg)))
+    assert note.stream_id.startswith("codex-" + "i" * 32 + "-sha256-")
+    assert len(note.stream_id.encode()) <= 256
+    encode(note)
+
+
+@pytest.mark.parametrize(
+    ("value", "exc"),
+    [
+        ("", ValueError),
+        ("x" * 33, ValueError),
+        ("a b", ValueError),
+        ("a/b", ValueError),
+        ("é", ValueError),
+        (7, TypeError),
+        (b"abc", TypeError),
+    ],
+)
+def test_bad_instance_ids_are_refused(value: Any, exc: type[Exception]) -> None:
+    with pytest.raises(exc, match="instance_id"):
+        CodexBridge(host_id="h", instance_id=value)
+
+
+def test_unknown_stream_resume_through_the_bridge_api() -> None:
+    clock = Clock()
+    bridge = _bridge(clock)
+    (answer,) = _natives(
+        bridge.native_request(
+            _request(
+                "stream/resume",
+                StreamResumeParams(stream_id=f"codex-{_thread_id()}", cursor=0),
+                n=5,
+            )
+        )
+    )
+    assert isinstance(answer, Response) and answer.error is not msgspec.UNSET
+    assert answer.error.code == ErrorCode.NOT_FOUND

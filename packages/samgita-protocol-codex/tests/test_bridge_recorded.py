@@ -177,8 +177,10 @@ def test_turn_streams_native_deltas_with_contiguous_cursors() -> None:
     assert "".join(d.params.delta for d in deltas) == "Hello from the scripted model."
     sequenced = _sequenced(h)
     assert [n.cursor for n in sequenced] == list(range(1, len(sequenced) + 1))
-    # derived from the Codex thread id: stable across bridge restarts
-    assert {n.stream_id for n in sequenced} == {f"codex-{h.thread_id}"}
+    # the bridge instance's id and the Codex thread id
+    sid = f"codex-{h.bridge.instance_id}-{h.thread_id}"
+    assert {n.stream_id for n in sequenced} == {sid}
+    assert h.bridge.stream_id(h.thread_id) == sid
     completed = [
         n
         for n in h.notifications("item/completed")
@@ -242,7 +244,9 @@ def test_stream_resume_from_the_bridge_replay() -> None:
     ) == 1  # Codex not re-initialized
     h.request(
         "stream/resume",
-        StreamResumeParams(stream_id=f"codex-{h.thread_id}", cursor=2),
+        StreamResumeParams(
+            stream_id=f"codex-{h.bridge.instance_id}-{h.thread_id}", cursor=2
+        ),
         mutation=False,
     )
     page = h.native[-1].result

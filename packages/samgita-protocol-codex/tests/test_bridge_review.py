@@ -614,17 +614,6 @@ def test_unmapped_counter_has_bounded_keys() -> None:
     assert bridge.unmapped_notifications[UNMAPPED_OVERFLOW] == 7
 
 
-def test_stream_ids_are_stable_across_bridges() -> None:
-    delta = _line(_method("item/agentMessage/delta"))
-    ids = set()
-    for _ in range(2):
-        bridge = _ready()
-        (note,) = _natives(bridge.receive_codex(delta))
-        ids.add(note.stream_id)
-    thread_id = _method("item/agentMessage/delta")["params"]["threadId"]
-    assert ids == {f"codex-{thread_id}"}
-
-
 def test_response_shape_is_kept() -> None:
     # the answer to a native request keeps its command_id (a Response)
     bridge = _ready()

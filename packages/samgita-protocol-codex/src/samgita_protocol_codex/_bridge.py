@@ -20,8 +20,9 @@ Bytes and envelopes in, :data:`Output` values out; the caller owns both links
   :class:`~samgita_protocol.ProtocolError` (origin ``"peer"``) leaves
   :meth:`CodexBridge.receive_codex`, and on error the bridge is unchanged;
 * sequences thread-scoped notifications per Codex thread into a core
-  :class:`~samgita_protocol.Replay` with a ``stream_id`` derived from the
-  Codex thread id, whether or not a native session is connected, so
+  :class:`~samgita_protocol.Replay` with a ``stream_id`` made of the bridge's
+  ``instance_id`` and the Codex thread id (unique per bridge instance, so a
+  checkpoint from before a restart is ``not_found``), whether or not a native session is connected, so
   ``stream/resume`` is answered after a native reconnect;
 * never answers an approval itself: while no native session is negotiated
   an approval waits, and it is (re-)sent after the next native initialize,
@@ -34,6 +35,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import re
+import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -141,6 +144,9 @@ MAX_DELTA_CHARS: Final = 128 * 1024
 MAX_ITEM_TEXT_CHARS: Final = 128 * 1024
 #: The native ``thread/read`` result holds at most 256 turns: the newest are kept.
 MAX_THREAD_READ_TURNS: Final = 256
+
+#: A bridge instance id (``instance_id``): short, and safe inside any id.
+_INSTANCE_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 _TRUNCATED: Final = "\n[samgita bridge: text truncated, {total} code points in Codex]"
 
@@ -371,13 +377,31 @@ def _pieces(delta: str) -> list[str]:
     ]
 
 
-def _stream_id(thread_id: str) -> str:
-    """``codex-<thread id>``: stable across bridge restarts; a digest when too long."""
-    candidate = f"codex-{thread_id}"
+def _stream_id(instance_id: str, thread_id: str) -> str:
+    """``codex-<instance id>-<thread id>``, a digest of the thread id when too long.
+
+    The instance id makes the id unique per bridge: a restarted bridge starts
+    its streams at cursor 1 again, so it must not reuse an earlier bridge's
+    stream ids (a client's old checkpoint would resume into other events).
+    """
+    candidate = f"codex-{instance_id}-{thread_id}"
     if 0 < len(thread_id) and len(candidate.encode("utf-8", "surrogatepass")) <= 256:
         return candidate
     digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"codex-sha256-{digest}"
+    return f"codex-{instance_id}-sha256-{digest}"
+
+
+def _instance_id(value: object) -> str:
+    if value is None:
+        return secrets.token_hex(8)
+    if not isinstance(value, str):
+        raise TypeError(f"expected instance_id to be a str, got: {value!r}")
+    if _INSTANCE_ID.fullmatch(value) is None:
+        raise ValueError(
+            "expected instance_id to be 1 to 32 ASCII letters, digits, '_' or "
+            f"'-', got: {value!r}"
+        )
+    return value
 
 
 def _text_input(items: Any) -> list[outbound.TextUserInput]:
@@ -444,8 +468,18 @@ class CodexBridge:
     """One native connection's host, bridged to one Codex app-server link.
 
     Args:
-        host_id: the native ``host_id`` this bridge reports (keep it stable
-            across restarts so clients keep their stream checkpoints).
+        host_id: the native ``host_id`` this bridge reports. Keep it stable
+            across restarts: the streams' ids change with the instance (see
+            ``instance_id``), so a client's checkpoints from an earlier
+            bridge get ``not_found`` from ``stream/resume``, never another
+            stream's events, while its connection is accepted.
+        instance_id: this bridge instance's part of every native
+            ``stream_id`` (``codex-<instance_id>-<Codex thread id>``) and
+            ``connection_id``; 1 to 32 of ``[A-Za-z0-9_-]``. Default: 16
+            random hex digits, new for every bridge. The Replays live in
+            memory, so a restarted bridge must not reuse an instance id (its
+            cursors start at 1 again); give one only for reproducible ids
+            in tests and logs.
         client_name, client_version: Codex ``clientInfo``.
         approval_timeout: native ``deadline`` of forwarded approvals.
         now: the wall clock (tests pass a fixed one).
@@ -459,6 +493,7 @@ class CodexBridge:
         self,
         *,
         host_id: str,
+        instance_id: str | None = None,
         client_name: str = "samgita-protocol-codex",
         client_version: str = "0.1.0",
         approval_timeout: _dt.timedelta = DEFAULT_APPROVAL_TIMEOUT,
@@ -471,6 +506,7 @@ class CodexBridge:
         max_unmapped_methods: int = MAX_UNMAPPED_METHODS,
     ) -> None:
         self._host_id = host_id
+        self._instance_id = _instance_id(instance_id)
         self._client_info = outbound.ClientInfo(
             name=client_name, version=client_version
         )
@@ -526,6 +562,11 @@ class CodexBridge:
         for approval in self._approvals.values():
             approval.sent = False
         return out
+
+    @property
+    def instance_id(self) -> str:
+        """This bridge instance's id, part of its stream and connection ids."""
+        return self._instance_id
 
     def stream_id(self, thread_id: str) -> str | None:
         """The native ``stream_id`` of a Codex thread, once it has one."""
@@ -784,7 +825,7 @@ class CodexBridge:
                 InitializeResult(
                     version="1.0",
                     capabilities=groups,
-                    connection_id=f"{self._host_id}-{self._connection_seq}",
+                    connection_id=f"codex-{self._instance_id}-{self._connection_seq}",
                     host_id=self._host_id,
                 ),
             )
@@ -1000,7 +1041,7 @@ class CodexBridge:
                     limit=self._max_streams,
                 )
             replay = Replay(
-                _stream_id(thread_id),
+                _stream_id(self._instance_id, thread_id),
                 max_events=self._max_events,
                 max_bytes=self._max_bytes,
             )
@@ -1214,6 +1255,11 @@ class CodexBridge:
                     return _reply(request, replay.page(params.cursor))
                 except ProtocolError as exc:
                     return _error(request, exc.code, exc.message, **(exc.data or {}))
+        # also a checkpoint from an earlier bridge instance: its stream ids
+        # are never reused, so it cannot resume into another stream's events
         return _error(
-            request, ErrorCode.NOT_FOUND, "unknown stream", stream_id=params.stream_id
+            request,
+            ErrorCode.NOT_FOUND,
+            "unknown stream: not one of this bridge instance's streams",
+            stream_id=params.stream_id,
         )
