@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import secrets
 import socket
@@ -31,13 +32,18 @@ from samgita_protocol import (
     ErrorCode,
     InitializeParams,
     InputItem,
+    ItemDeltaParams,
     Notification,
     Request,
     Response,
     StreamResumeParams,
+    StreamResumeResult,
+    ThreadReadParams,
     ThreadStartParams,
     TurnInterruptParams,
     TurnStartParams,
+    TurnSteerParams,
+    encode,
 )
 from samgita_protocol_codex import (
     CodexBridge,
@@ -166,11 +172,15 @@ async def _upgrade_status(url: str, headers: dict[str, str]) -> int:
 
 
 class Run:
-    """Drives the bridge: native requests in, the Codex link pumped in a task."""
+    """Drives the bridge: native requests in, the Codex link pumped in a task.
+
+    ``sent[k]`` holds every line the bridge wrote to the k-th Codex link (as
+    JSON), ``native`` everything else it returned, in order."""
 
     def __init__(self, link: Link) -> None:
         self.bridge = CodexBridge(host_id="codex-it")
         self.link = link
+        self.sent: list[list[dict[str, Any]]] = [[]]
         self.native: list[Any] = []
         self.changed = asyncio.Event()
         self.n = 0
@@ -179,10 +189,15 @@ class Run:
     async def dispatch(self, outputs: list[Any]) -> None:
         for out in outputs:
             if isinstance(out, ToCodex):
+                self.sent[-1].append(json.loads(out.data))
                 await self.link.send(out.data)
             else:
                 self.native.append(out.message if isinstance(out, ToNative) else out)
         self.changed.set()
+
+    def new_link(self, link: Link) -> None:
+        self.link = link
+        self.sent.append([])
 
     async def _pump(self) -> None:
         while (line := await self.link.readline()) is not None:
@@ -227,6 +242,21 @@ class Run:
 
         return await asyncio.wait_for(find(), timeout)
 
+    async def until(self, cond: Callable[[], bool], timeout: float = 60) -> None:
+        async def check() -> None:
+            while not cond():
+                self.changed.clear()
+                await self.changed.wait()
+
+        await asyncio.wait_for(check(), timeout)
+
+    def sequenced(self) -> list[Notification]:
+        return [
+            m
+            for m in self.native
+            if isinstance(m, Notification) and m.cursor is not msgspec.UNSET
+        ]
+
     def notes(self, method: str) -> list[Notification]:
         return [
             m for m in self.native if isinstance(m, Notification) and m.method == method
@@ -250,15 +280,26 @@ class Run:
         return str(response.result.turn.turn_id)
 
 
+def _text(notes: list[Notification]) -> str:
+    return "".join(
+        n.params.delta for n in notes if isinstance(n.params, ItemDeltaParams)
+    )
+
+
 def _turn_completed(m: Any) -> bool:
     return isinstance(m, Notification) and m.method == "turn/completed"
 
 
 @asynccontextmanager
 async def codex_session(
-    kind: str, tmp: Path, script: list[list[dict[str, Any]]], *, policy: str = "never"
+    kind: str,
+    tmp: Path,
+    script: list[list[dict[str, Any]]],
+    *,
+    policy: str = "never",
+    delay: float = 0.0,
 ) -> AsyncIterator[tuple[Run, Codex, Any]]:
-    model = rec.ScriptedModel(script)
+    model = rec.ScriptedModel(script, delay=delay)
     model.hold = asyncio.Event()
     model.hold.set()
     await model.start()
@@ -376,56 +417,122 @@ def test_interrupt_while_streaming(kind: str, tmp_path: Path) -> None:
     asyncio.run(main())
 
 
+CUT_CHUNKS = 60  # deltas of the turn that is cut; 50 ms apart: about 3 s of streaming
+CUT_TEXT = "".join(f"<{i:02d}>" for i in range(CUT_CHUNKS))
+
+
 @pytest.mark.parametrize("kind", LINKS)
 def test_link_cut_mid_turn_is_uncertain_and_stream_resumes(
     kind: str, tmp_path: Path
 ) -> None:
+    """The Codex link is cut while the turn's deltas are still arriving.
+
+    A ``turn/steer`` is in flight (written to Codex, unanswered when the link
+    goes): it ends ``ambiguous_disconnect``; the new link carries only the
+    bridge's ``initialize``/``initialized``, nothing re-sent; the native side
+    reconnects and ``stream/resume`` from its checkpoint gives exactly the
+    events after it, in order: no loss, no duplicate.
+    """
+
     async def main() -> None:
-        script = [rec.text_reply("first turn streams fully", chunks=4)]
-        async with codex_session(kind, tmp_path, script) as (run, codex, model):
+        script = [rec.text_reply(CUT_TEXT, chunks=CUT_CHUNKS)]
+        async with codex_session(kind, tmp_path, script, delay=0.05) as (
+            run,
+            codex,
+            model,
+        ):
+            model.hold.clear()  # and the turn cannot complete on its own
             thread_id = await run.setup_thread()
-            await run.start_turn(thread_id)
-            await run.wait(_turn_completed)
-            sequenced = [
-                m
-                for m in run.native
-                if isinstance(m, Notification) and m.cursor is not msgspec.UNSET
-            ]
-            checkpoint = sequenced[1].cursor  # the native client processed two events
-            stream_id = sequenced[0].stream_id
-            # a second turn/start is written, then the link is cut before Codex answers
-            model.hold.clear()
+            turn_id = await run.start_turn(thread_id)
+            # mid-stream: 8 of the 60 deltas have arrived, the rest are coming
+            await run.until(lambda: len(run.notes("item/delta")) >= 8)
+            # the native client processes the first two deltas (its checkpoint)
+            live_deltas = run.notes("item/delta")
+            checkpoint = live_deltas[1].cursor
+            stream_id = live_deltas[0].stream_id
+            assert isinstance(checkpoint, int) and isinstance(stream_id, str)
+
+            # the steer is written to Codex, then the link is cut before the
+            # bridge reads another line (Codex's answer, further deltas)
             await run.stop_pump()
-            req = run.make("turn/start", TurnStartParams(thread_id=thread_id,
-                           input=[InputItem(type="text", text="again")]), mutation=True)  # fmt: skip
-            await run.dispatch(run.bridge.native_request(req))
+            steer = run.make("turn/steer", TurnSteerParams(
+                thread_id=thread_id, turn_id=turn_id,
+                input=[InputItem(type="text", text="also this")]), mutation=True)  # fmt: skip
+            await run.dispatch(run.bridge.native_request(steer))
+            (steer_line,) = [m for m in run.sent[0] if m["method"] == "turn/steer"]
+            live = run.sequenced()
+            arrived = run.notes("item/delta")
+            assert 8 <= len(arrived) < CUT_CHUNKS, "the cut must come mid-stream"
+            assert not any(_turn_completed(m) for m in run.native)
             await codex.cut(run.link)
-            sent_before = run.bridge._next_codex_id
             await run.dispatch(run.bridge.codex_disconnected())
-            failed = [
-                m for m in run.native if isinstance(m, Response) and m.id == req.id
+
+            (answer,) = [
+                m for m in run.native if isinstance(m, Response) and m.id == steer.id
             ]
-            assert failed[0].error.code == ErrorCode.AMBIGUOUS_DISCONNECT
-            # reconnect: only initialize goes out (nothing is re-sent)
-            run.link = await codex.open()
+            assert answer.error is not msgspec.UNSET
+            assert answer.error.code == ErrorCode.AMBIGUOUS_DISCONNECT
+
+            # a read on the dead link is refused at once, not queued for later
+            down = await run.request(
+                "thread/read", ThreadReadParams(thread_id=thread_id), mutation=False
+            )
+            assert down.error is not msgspec.UNSET
+            assert down.error.code == ErrorCode.DISCONNECTED
+
+            # reconnect: the bridge re-initializes; nothing else goes out
+            run.new_link(await codex.open())
             run.start_pump()
             await run.dispatch(run.bridge.codex_connected())
-            assert run.bridge._next_codex_id == sent_before + 1
-            # the native side reconnects too and resumes its stream from the checkpoint
+            await run.until(
+                lambda: any(m.get("method") == "initialized" for m in run.sent[1])
+            )
+            assert [m.get("method") for m in run.sent[1]] == [
+                "initialize",
+                "initialized",
+            ]
+            assert steer_line["id"] not in [m.get("id") for m in run.sent[1]]
+
+            # the native side reconnects too and resumes from its checkpoint
             run.bridge.native_connected()
             await run.request(
                 "connection/initialize",
                 InitializeParams(versions=["1.0"], capabilities=GROUPS),
                 mutation=False,
             )
-            page = await run.request(
-                "stream/resume",
-                StreamResumeParams(stream_id=stream_id, cursor=checkpoint),
-                mutation=False,
-            )
-            assert page.error is msgspec.UNSET, page.error
-            assert [e.cursor for e in page.result.events] == [
-                m.cursor for m in sequenced[2:]
+            resumed: list[Notification] = []
+            cursor = checkpoint
+            while True:
+                page = await run.request(
+                    "stream/resume",
+                    StreamResumeParams(stream_id=stream_id, cursor=cursor),
+                    mutation=False,
+                )
+                assert page.error is msgspec.UNSET, page.error
+                result = page.result
+                assert isinstance(result, StreamResumeResult)
+                resumed += result.events
+                cursor = result.cursor
+                if not result.has_more:
+                    break
+            assert {e.stream_id for e in resumed} == {stream_id}
+            # contiguous from the checkpoint: no event lost, none twice
+            cursors = [e.cursor for e in resumed]
+            assert cursors == list(range(checkpoint + 1, checkpoint + 1 + len(resumed)))
+            # exactly the events the bridge had sent live after the checkpoint
+            after = live[[m.cursor for m in live].index(checkpoint) + 1 :]
+            assert len(resumed) >= len(after) > 0
+            assert [encode(e) for e in resumed[: len(after)]] == [
+                encode(m) for m in after
+            ]
+            # processed + resumed deltas: the model's text so far, in order
+            text = _text(live_deltas[:2]) + _text(resumed)
+            assert len(_text(arrived)) <= len(text) < len(CUT_TEXT)
+            assert CUT_TEXT.startswith(text)
+            # the native reconnect and the resume sent nothing to Codex either
+            assert [m.get("method") for m in run.sent[1]] == [
+                "initialize",
+                "initialized",
             ]
             model.hold.set()
 
