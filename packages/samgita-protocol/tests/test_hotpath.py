@@ -21,10 +21,13 @@ from samgita_protocol._hotpath import (
     RESULT_PLANS,
     WIRE_CACHE_ENTRIES,
     WireCache,
-    checked_result,
+    checked_response,
     typed_response,
 )
+from samgita_protocol._jsonscan import MAX_DEPTH
 from samgita_protocol._schema import (
+    Action,
+    ApprovalRequestResult,
     CancelResult,
     EventReceiveResult,
     Response,
@@ -130,6 +133,26 @@ def test_typed_response_refuses_a_deep_free_form_result() -> None:
     assert info.value.code == ErrorCode.DEPTH_EXCEEDED
 
 
+def _checked(method: str, value: Any) -> Any | None:
+    """The result ``checked_response`` proves for ``value`` in a response
+    envelope as the Server builds it (and the bytes must be ``encode``'s)."""
+    response = Response(id="r1", correlation_id="r1", result=value)
+    checked = checked_response(RESULT_PLANS[method], response)
+    if checked is None:
+        return None
+    wire, result = checked
+    assert wire == encode(response)
+    return result
+
+
+def _accepted(fn: Any) -> bool:
+    try:
+        fn()
+    except ProtocolError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize(
     ("method", "value"),
     [
@@ -143,23 +166,49 @@ def test_typed_response_refuses_a_deep_free_form_result() -> None:
         ),
     ],
 )
-def test_checked_result_refuses_what_it_cannot_prove(method: str, value: Any) -> None:
-    assert checked_result(RESULT_PLANS[method], value) is None
+def test_checked_response_refuses_what_it_cannot_prove(method: str, value: Any) -> None:
+    assert _checked(method, value) is None
 
 
-def test_checked_result_equals_decode_result_for_valid_structs() -> None:
+def test_checked_response_equals_decode_result_for_valid_structs() -> None:
     for method, wire in RESPONSES:
         _, result = _general(method, wire)
-        assert checked_result(RESULT_PLANS[method], result) == decode_result(
-            method, result
-        )
+        assert _checked(method, result) == decode_result(method, result)
     value = EventReceiveResult(
         event_id="e1",
         delivery_attempt_id="a1",
         acceptance="received",
         processing_status="pending",
     )
-    assert checked_result(RESULT_PLANS["project/event.receive"], value) == value
+    assert _checked("project/event.receive", value) == value
+
+
+def test_checked_response_refuses_a_deep_free_form_result() -> None:
+    def nested(levels: int) -> Any:
+        value: Any = "x"
+        for _ in range(levels):
+            value = [value]
+        return value
+
+    def result(details: Any) -> ApprovalRequestResult:
+        return ApprovalRequestResult(
+            approval_id="a1",
+            action=Action(kind="exec", description="run", details={"v": details}),
+            decision="deny",
+        )
+
+    # The deepest details decode_result accepts, and one level more: the
+    # shortcut agrees at both (the result is one level inside the envelope).
+    levels = next(
+        n
+        for n in range(MAX_DEPTH, 0, -1)
+        if _accepted(lambda n=n: decode_result("approval/request", result(nested(n))))
+    )
+    ok = result(nested(levels))
+    assert _checked("approval/request", ok) == decode_result("approval/request", ok)
+    deep = result(nested(levels + 1))
+    assert _checked("approval/request", deep) is None
+    assert not _accepted(lambda: decode_result("approval/request", deep))
 
 
 def test_connection_encode_hands_out_the_validated_bytes_once() -> None:

@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from samgita_protocol._codec import decode, decode_checked, encode
+from samgita_protocol._codec import Fast, decode, decode_checked, encode
 from samgita_protocol._contract import check_initialize, validate_result, wall_clock
 from samgita_protocol._effects import (
     Effect,
@@ -52,7 +52,10 @@ from samgita_protocol._given import given_message
 from samgita_protocol._hotpath import (
     RESPONSE_PREFIX,
     RESULT_PLANS,
+    SEND_PLANS,
     WireCache,
+    checked_wire,
+    send_wire,
     typed_response,
 )
 from samgita_protocol._options import Limits, check_id, check_limits
@@ -204,6 +207,7 @@ class Client:
         "_configured_host",
         "_host_id",
         "_incoming",
+        "_lanes",
         "_limits",
         "_max_bytes",
         "_negotiated",
@@ -299,6 +303,10 @@ class Client:
         )
         self._state = ClientState.NEW
         self._negotiated: frozenset[str] = frozenset()
+        # The request methods sendable while ready (of the negotiated groups,
+        # not server-only), with their send plans: set when initialization
+        # succeeds, consulted only in the ready state.
+        self._lanes: dict[str, tuple[Any, Fast]] = {}
         # Notification methods of the negotiated groups (empty unless ready).
         self._notifications: frozenset[str] = frozenset()
         self._version: str | None = None
@@ -530,7 +538,10 @@ class Client:
                 returning a non-string.
         """
         moment = _monotonic(now)
-        spec = self._sendable(method)
+        # The methods sendable now, each with its send shortcut's plan (see
+        # _lanes); anything else is refused or handled by _sendable.
+        lane = self._lanes.get(method) if self._state is ClientState.READY else None
+        spec = self._sendable(method) if lane is None else lane[0]
         outbox = self._outbox
         if method == _INITIALIZE:
             converted: Any = self._initialize_params(params)
@@ -554,7 +565,10 @@ class Client:
         )
         # Validates the envelope (command_id presence, refs, id lengths) and
         # the size: a request that cannot be sent must never become pending.
-        wire = encode(request, max_message_bytes=self._limits.max_message_bytes)
+        max_bytes = self._limits.max_message_bytes
+        wire = None if lane is None else checked_wire(lane[1], request, max_bytes)
+        if wire is None:
+            wire = encode(request, max_message_bytes=max_bytes)
         # -- no failure below this line --
         outbox.put(request, spec.mutation, moment, counter, explicit=id is not None)
         self._wire.keep(request, wire)
@@ -617,7 +631,7 @@ class Client:
             project_ref=_UNSET if project_ref is None else project_ref,
             task_ref=_UNSET if task_ref is None else task_ref,
         )
-        wire = encode(notification, max_message_bytes=self._limits.max_message_bytes)
+        wire = send_wire(notification, self._limits.max_message_bytes)
         self._wire.keep(notification, wire)
         return notification
 
@@ -775,6 +789,13 @@ class Client:
         result: InitializeResult = outcome
         self._state = self._moved(_Move.INITIALIZED)
         self._negotiated = frozenset(result.capabilities)
+        self._lanes = {
+            name: (spec, SEND_PLANS[name])
+            for name, spec in METHODS.items()
+            if spec.kind == "request"
+            and spec.group in self._negotiated
+            and spec.direction != "server"
+        }
         self._notifications = frozenset(
             name
             for group in self._negotiated

@@ -18,9 +18,10 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET
 
+from ._codec import FAST, Fast, encode, typed_envelope
 from ._errors import ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
-from ._schema import METHODS, Response, StreamResumeResult
+from ._schema import METHODS, Notification, Request, Response, StreamResumeResult
 from ._validate import (
     ENCODER,
     RESULT_DECODERS,
@@ -32,9 +33,12 @@ from ._validate import (
 __all__ = [
     "RESPONSE_PREFIX",
     "RESULT_PLANS",
+    "SEND_PLANS",
     "ResultPlan",
     "WireCache",
-    "checked_result",
+    "checked_response",
+    "checked_wire",
+    "send_wire",
     "typed_response",
 ]
 
@@ -43,38 +47,6 @@ __all__ = [
 RESPONSE_PREFIX: Final = b'{"type":"response","schema_version":"1.0","id":"'
 
 _FAILURES: Final = (ValueError, TypeError, OverflowError, RecursionError)
-
-
-def _variant(
-    cls: type[msgspec.Struct], typed: str, as_type: type[Any], drop: str | None = None
-) -> type[msgspec.Struct]:
-    """Envelope ``cls`` with field ``typed`` required and of type ``as_type``
-    (and without field ``drop``): the same fields, order, constraints and
-    configuration otherwise."""
-    hints = typing.get_type_hints(cls, include_extras=True)
-    fields: list[Any] = []
-    for field in msgspec.structs.fields(cls):
-        assert field.encode_name == field.name  # no renamed fields to copy
-        if field.name == drop:
-            continue
-        if field.name == typed:
-            fields.append((typed, as_type))
-        elif field.required:
-            fields.append((field.name, hints[field.name]))
-        else:
-            fields.append((field.name, hints[field.name], field.default))
-    config = cls.__struct_config__
-    return msgspec.defstruct(
-        "Typed" + cls.__name__,
-        fields,
-        frozen=config.frozen,
-        forbid_unknown_fields=config.forbid_unknown_fields,
-        omit_defaults=config.omit_defaults,
-        kw_only=True,
-        tag_field=config.tag_field,
-        tag=config.tag,
-        module=__name__,
-    )
 
 
 class ResultPlan(typing.NamedTuple):
@@ -94,7 +66,7 @@ RESULT_PLANS: Final[Mapping[str, ResultPlan]] = {
         result=spec.result,
         decoder=RESULT_DECODERS[name],
         response=msgspec.json.Decoder(
-            _variant(Response, "result", spec.result, drop="error")
+            typed_envelope(Response, "result", spec.result, drop="error")
         ),
         walk=needs_walk(spec.result, True),
         free_form=has_free_form(spec.result),
@@ -153,35 +125,111 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
     )
 
 
-def checked_result(plan: ResultPlan, value: object) -> Any | None:
-    """``decode_result`` of a result Struct built by the host, or ``None``.
+def checked_response(plan: ResultPlan, response: Response) -> tuple[bytes, Any] | None:
+    """The wire bytes of ``response`` (built by the host around its result
+    Struct) and the result as ``decode_result`` makes it, or ``None``.
 
-    ``decode_result`` encodes ``value``, checks the bytes (UTF-8, depth,
+    ``decode_result`` encodes the result, checks the bytes (UTF-8, depth,
     repeated keys), decodes them with the method's result decoder, walks
     the result and refuses a value that is not equal to what it decoded
-    to. Here the bytes are msgspec's encoding of a Struct (valid UTF-8:
-    an unencodable string raises), and the decoded value must equal
-    ``value``: JSON decodes to string keys only, so an equal value holds
-    no two keys of one object that encode alike, and therefore the bytes
-    repeat no key. Depth, decoder and walk are the same.
+    to. Here the response's bytes are msgspec's encoding of Structs (valid
+    UTF-8: an unencodable string raises), decoded by the typed response
+    decoder (the method's result type inside the envelope, so the same
+    constraints), and the decoded result must equal the given one: JSON
+    decodes to string keys only, so an equal value holds no two keys of one
+    object that encode alike, and therefore the bytes repeat no key. Depth
+    (the result is the envelope's only container, one level down) and the
+    walk are the same. The envelope echoes a validated request.
     """
+    value = response.result
     if type(value) is not plan.result:
         return None
     try:
-        data = ENCODER.encode(value)
+        wire = ENCODER.encode(response)
         # msgspec's own output: ASCII bytes are ASCII strings (see above).
-        if not data.isascii():
+        if not wire.isascii():
             return None
-        if plan.free_form and not depth_within(data, MAX_DEPTH - 1):
+        if plan.free_form and not depth_within(wire, MAX_DEPTH):
             return None
-        result = plan.decoder.decode(data)
+        result = plan.response.decode(wire).result
         if plan.walk:
             check_struct(result, "/result", True)
     except (*_FAILURES, ProtocolError):
         return None
     if result != value:
         return None
-    return result
+    return wire, result
+
+
+#: Every method's fast-path facts (the codec's table): its envelope with
+#: ``params`` typed as the method's params Struct, so that one decode checks
+#: a whole message.
+SEND_PLANS: Final[Mapping[str, Fast]] = FAST
+
+_astuple: Final = msgspec.structs.astuple
+
+
+def checked_wire(
+    plan: Fast, message: Request | Notification, max_bytes: int
+) -> bytes | None:
+    """``samgita_protocol.encode(message, max_message_bytes=max_bytes)`` of a
+    request or notification this side built around its method's params
+    Struct, or ``None`` (then the caller runs ``encode``, which refuses or
+    returns the same bytes).
+
+    ``encode`` encodes the message, decodes the bytes with every rule of
+    ``decode`` and refuses a message that is not equal to what it decoded
+    to. Here one typed decode does the envelope's and the params' checks
+    (the same fields and constraints as ``decode``'s envelope and params
+    decoders); the bytes are msgspec's encoding of Structs (valid UTF-8, no
+    default filled in), pure ASCII (no identity byte length to check), at
+    most ``MAX_DEPTH`` deep (params are the envelope's only container),
+    with the envelope rules ``decode`` adds (``task_ref`` only beside
+    ``project_ref``; ``command_id`` exactly on mutations; ``stream_id`` and
+    ``cursor`` together) and the params' walk; and the decoded message must
+    equal ``message`` field by field (which also proves that no key repeats:
+    JSON decodes to string keys only, so equal free-form objects hold no two
+    keys that encode alike).
+    """
+    params = message.params
+    if type(params) is not plan.params_type:
+        return None
+    try:
+        wire = ENCODER.encode(message)
+        if len(wire) > max_bytes or not wire.isascii():
+            return None
+        if plan.free_form and not depth_within(wire, MAX_DEPTH):
+            return None
+        typed = plan.typed.decode(wire)
+        if plan.walk_ascii:
+            check_struct(typed.params, "/params", True)
+    except (*_FAILURES, ProtocolError):
+        return None
+    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
+        return None
+    if plan.envelope is Request:
+        if plan.mutation is (typed.command_id is UNSET):
+            return None
+    elif (typed.stream_id is UNSET) is not (typed.cursor is UNSET):
+        return None
+    if _astuple(typed) != _astuple(message):
+        return None
+    return wire
+
+
+def send_wire(message: Request | Notification, max_bytes: int) -> bytes:
+    """``samgita_protocol.encode(message, max_message_bytes=max_bytes)`` of a
+    request or notification this side built: :func:`checked_wire` when it
+    can prove the bytes, else ``encode`` itself.
+
+    Raises:
+        ProtocolError: what ``encode`` raises (origin ``local``).
+    """
+    plan = SEND_PLANS.get(message.method)
+    wire = None if plan is None else checked_wire(plan, message, max_bytes)
+    if wire is None:
+        wire = encode(message, max_message_bytes=max_bytes)
+    return wire
 
 
 #: The bounds of what a connection keeps of the validated bytes of the

@@ -36,7 +36,7 @@ from ._handler import (
     implements_responses,
     request_context,
 )
-from ._hotpath import RESULT_PLANS, WireCache, checked_result
+from ._hotpath import RESULT_PLANS, WireCache, checked_response, send_wire
 from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits
 from ._outbox import DUPLICATE, Outbox
 from ._schema import (
@@ -56,7 +56,13 @@ from ._schema import (
     request_methods,
 )
 from ._streams import ServerPositions
-from ._windows import ContentKey, RecentIds, content_key, same_content
+from ._windows import (
+    INLINE_BYTES,
+    ContentKey,
+    RecentIds,
+    content_key,
+    same_content,
+)
 
 __all__ = ["Server", "ServerState"]
 
@@ -141,6 +147,18 @@ _INTERNAL_WIRE: Final = ProtocolError(
 ).to_wire()
 
 
+def _result_response(request: Request, result: Any) -> Response:
+    return Response(
+        id=request.id,
+        correlation_id=request.correlation_id,
+        command_id=request.command_id,
+        causation_id=request.causation_id,
+        project_ref=request.project_ref,
+        task_ref=request.task_ref,
+        result=result,
+    )
+
+
 def _internal(request: Request) -> Response:
     return Response(
         id=request.id,
@@ -222,6 +240,7 @@ class Server:
         "_negotiated",
         "_outbox",
         "_positions",
+        "_lanes",
         "_seen",
         "_state",
         "_wire",
@@ -314,6 +333,9 @@ class Server:
         self._state: ServerState = "new"
         self._negotiated: frozenset[str] = frozenset()
         self._seen: RecentIds[str, ContentKey] = RecentIds(limits.max_completed)
+        # The requests `receive_bytes` answers in one step: every request method
+        # of the negotiated groups (filled when initialization succeeds).
+        self._lanes: dict[str, MethodSpec] = {}
         # Server-initiated requests are reads (see request()), so the
         # uncertain bound is never reached; 1 keeps the Outbox's check honest.
         self._outbox = Outbox(
@@ -640,6 +662,11 @@ class Server:
         )
         self._state = "ready"
         self._negotiated = frozenset(supported)
+        self._lanes = {
+            name: spec
+            for name, spec in METHODS.items()
+            if spec.kind == "request" and spec.group in self._negotiated
+        }
         return Response(
             id=request.id, correlation_id=request.correlation_id, result=result
         )
@@ -647,6 +674,19 @@ class Server:
     def _call_handler(
         self, request: Request, spec: MethodSpec, now: datetime | None
     ) -> list[Message]:
+        response, wire, queued = self._handled(request, spec, now, True)
+        if wire is not None:
+            self._wire.keep(response, wire)
+        return [response, *queued]
+
+    def _handled(
+        self, request: Request, spec: MethodSpec, now: datetime | None, copy: bool
+    ) -> tuple[Response, bytes | None, list[Notification]]:
+        """Calls the handler: its response, that response's validated bytes
+        (``None`` when it must be encoded: a substituted internal error),
+        and the notifications the handler emitted (their bytes are kept).
+        ``copy``: the response carries a decoded copy of the handler's
+        result (it is handed to the caller), not the handler's object."""
         emitter = _Emitter(self._build_notification)
         context = request_context(
             request, self._connection_id, self._negotiated, emitter
@@ -656,19 +696,21 @@ class Server:
                 request.method, request.params, context
             )
         except ProtocolError as error:
-            response = self._own_error(request, error)
+            response, wire = self._own_error(request, error)
         except Exception:
             # No detail of the failure leaves the host, and none is logged.
-            response = _internal(request)
+            response, wire = _internal(request), None
         else:
-            response = self._own_result(request, spec, outcome, now)
+            response, wire = self._own_result(request, spec, outcome, now, copy)
         finally:
             emitter.open = False
         if response.error is _INTERNAL_WIRE:
-            return [response]  # nothing of a failed callback leaves the host
-        return [response, *emitter.queued]
+            return response, None, []  # nothing of a failed callback leaves the host
+        return response, wire, emitter.queued
 
-    def _own_error(self, request: Request, error: ProtocolError) -> Response:
+    def _own_error(
+        self, request: Request, error: ProtocolError
+    ) -> tuple[Response, bytes | None]:
         """The handler's typed error goes out as built, if it is sendable: a
         defined code, object data, within the size bound."""
         try:
@@ -679,13 +721,17 @@ class Server:
             response = _error_response(request, error)
             wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
         except Exception:
-            return _internal(request)
-        self._wire.keep(response, wire)
-        return response
+            return _internal(request), None
+        return response, wire
 
     def _own_result(
-        self, request: Request, spec: MethodSpec, outcome: Any, now: datetime | None
-    ) -> Response:
+        self,
+        request: Request,
+        spec: MethodSpec,
+        outcome: Any,
+        now: datetime | None,
+        copy: bool,
+    ) -> tuple[Response, bytes | None]:
         """The handler's result must be a valid, bound result for this request
         that fits in one message; otherwise the peer gets a fixed internal
         error (the handler's bug is not the peer's business). Approving at or
@@ -693,35 +739,34 @@ class Server:
         fact about the request, not a bug."""
         try:
             plan = RESULT_PLANS.get(request.method)
-            result = None if plan is None else checked_result(plan, outcome)
-            if result is None:  # not the shortcut's case: the general check
+            response = _result_response(request, outcome)
+            checked = None if plan is None else checked_response(plan, response)
+            if checked is not None:
+                # The common case: the response's own bytes validated in one
+                # decode (see _hotpath.checked_response).
+                wire, result = checked
+            else:  # not the shortcut's case: the general check
                 result = decode_result(request.method, outcome)
+                response = _result_response(request, result)
+                # The envelope echoes a validated request and decode_result
+                # validated the result: only the size is left to check.
+                wire = encode_unchecked(response)
             # Every result carrying acceptance (event.receive, event.status).
             if not self._durable and getattr(result, "acceptance", None) == "durable":
-                return _internal(request)
+                return _internal(request), None
             check_result(request, result, now=now, origin="local")
-            response = Response(
-                id=request.id,
-                correlation_id=request.correlation_id,
-                command_id=request.command_id,
-                causation_id=request.causation_id,
-                project_ref=request.project_ref,
-                task_ref=request.task_ref,
-                result=result,
-            )
-            # The envelope echoes a validated request and decode_result
-            # validated the result: only the size is left to check.
-            wire = encode_unchecked(response)
             if len(wire) > self._limits.max_message_bytes:
-                return _internal(request)
+                return _internal(request), None
         except ProtocolError as error:
             if error.code == ErrorCode.APPROVAL_EXPIRED:
-                return _error_response(request, error)
-            return _internal(request)
+                return _error_response(request, error), None
+            return _internal(request), None
         except Exception:
-            return _internal(request)
-        self._wire.keep(response, wire)
-        return response
+            return _internal(request), None
+        if copy and checked is not None:
+            # What the caller is handed must not share the handler's objects.
+            response = _result_response(request, result)
+        return response, wire
 
     # -- responses to server-initiated requests ---------------------------------------
 
@@ -837,7 +882,7 @@ class Server:
             project_ref=_unset(project_ref),
             task_ref=_unset(task_ref),
         )
-        wire = encode(notification, max_message_bytes=self._limits.max_message_bytes)
+        wire = send_wire(notification, self._limits.max_message_bytes)
         self._wire.keep(notification, wire)
         return notification
 
@@ -954,7 +999,7 @@ class Server:
             project_ref=_unset(project_ref),
             task_ref=_unset(task_ref),
         )
-        wire = encode(request, max_message_bytes=self._limits.max_message_bytes)
+        wire = send_wire(request, self._limits.max_message_bytes)
         # -- no failure below this line --
         outbox.put(request, False, moment, counter, explicit=id is not None)
         self._wire.keep(request, wire)
@@ -995,7 +1040,45 @@ class Server:
             TypeError, ProtocolError: as `receive`, and as `encode` for a
                 reply this Server did not validate when it built it.
         """
+        if type(data) is bytes and self._state == "ready":
+            lane = self._request_lane(data, now)
+            if lane is not None:
+                return lane
         return [self.encode(message) for message in self.receive(data, now=now)]
+
+    def _request_lane(self, data: bytes, now: datetime | None) -> list[bytes] | None:
+        """`receive_bytes` of the common case in one step, or ``None`` for the
+        general path (which then decodes again and names any failure): a
+        valid request, within the size bound, of a negotiated group, with an
+        id not seen before. What it does is exactly what `receive` does for
+        such a request (a handler call, the `seen` window entry) and it
+        returns the bytes `receive_bytes` would, without building and
+        looking up the messages it does not return."""
+        if len(data) > self._limits.max_message_bytes:
+            return None
+        try:
+            message = decode_checked(data)
+        except ProtocolError:
+            return None
+        if type(message) is not Request:
+            return None
+        spec = self._lanes.get(message.method)
+        if spec is None:
+            return None
+        request_id = message.id
+        seen = self._seen
+        if seen.get(request_id) is not None:
+            return None  # a repeated id: the general path compares content
+        now = wall_clock(now)
+        seen.add(
+            request_id,
+            ("wire", data) if len(data) <= INLINE_BYTES else content_key(message, data),
+        )
+        response, wire, queued = self._handled(message, spec, now, False)
+        out = [wire if wire is not None else self.encode(response)]
+        if queued:
+            out.extend([self.encode(notification) for notification in queued])
+        return out
 
     # -- ending waits -------------------------------------------------------------------
 
