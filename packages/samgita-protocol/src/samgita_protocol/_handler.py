@@ -29,16 +29,15 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from msgspec import UNSET as _UNSET
 
 from ._errors import ErrorCode, ProtocolError
 
 if TYPE_CHECKING:
-    import msgspec
-
     from ._schema import Notification, Request
 
 __all__ = [
@@ -56,8 +55,7 @@ def _closed_emitter(*_args: Any, **_kwargs: Any) -> Notification:
     raise RuntimeError("this context's callback has returned; use Server.notify")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RequestContext:
+class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
     """The identity of the request a `Handler.handle_request` call answers.
 
     Optional fields are ``None`` when the request did not carry them
@@ -65,6 +63,12 @@ class RequestContext:
     the Server's identity of this connection (the one sent in the
     initialize result); ``capabilities`` the groups negotiated on it (what
     ``notify`` may emit).
+
+    A frozen ``msgspec.Struct`` (like the effects), not a frozen dataclass:
+    one is built for every request handled, and a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__`` (about 0.9
+    us, a tenth of handling a small request; this costs 0.2 us). It
+    compares, hashes and prints like one whose emitter is not a field.
     """
 
     id: str
@@ -76,7 +80,45 @@ class RequestContext:
     causation_id: str | None = None
     project_ref: str | None = None
     task_ref: str | None = None
-    _emit: _Emit = field(default=_closed_emitter, repr=False, compare=False)
+    _emit: _Emit = _closed_emitter
+
+    def _identity(self) -> tuple[Any, ...]:
+        return (
+            self.id,
+            self.correlation_id,
+            self.method,
+            self.connection_id,
+            self.capabilities,
+            self.command_id,
+            self.causation_id,
+            self.project_ref,
+            self.task_ref,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not RequestContext:
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __repr__(self) -> str:
+        names = (
+            "id",
+            "correlation_id",
+            "method",
+            "connection_id",
+            "capabilities",
+            "command_id",
+            "causation_id",
+            "project_ref",
+            "task_ref",
+        )
+        shown = ", ".join(
+            f"{n}={v!r}" for n, v in zip(names, self._identity(), strict=True)
+        )
+        return f"RequestContext({shown})"
 
     def notify(
         self,
@@ -114,49 +156,28 @@ class RequestContext:
         )
 
 
-#: The slot setters of every `RequestContext` field, in field order.
-_REQUEST_CONTEXT_SETTERS: tuple[Callable[[Any, Any], None], ...] = tuple(
-    RequestContext.__dict__[f.name].__set__ for f in fields(RequestContext)
-)
-_new = object.__new__
-
-
 def request_context(
     request: Request, connection_id: str, capabilities: frozenset[str], emit: _Emit
 ) -> RequestContext:
-    """The `RequestContext` of ``request``: equal to the one its keyword
-    constructor builds, made by setting each slot directly (a frozen
-    dataclass's ``__init__`` calls ``object.__setattr__`` per field, which
-    cost about a fifth of handling a small request)."""
+    """The `RequestContext` of ``request``, telling the handler ``None`` for
+    each absent optional field."""
     unset = _UNSET
-    context = _new(RequestContext)
-    (
-        s_id,
-        s_correlation,
-        s_method,
-        s_connection,
-        s_capabilities,
-        s_command,
-        s_causation,
-        s_project,
-        s_task,
-        s_emit,
-    ) = _REQUEST_CONTEXT_SETTERS
-    s_id(context, request.id)
-    s_correlation(context, request.correlation_id)
-    s_method(context, request.method)
-    s_connection(context, connection_id)
-    s_capabilities(context, capabilities)
-    value = request.command_id
-    s_command(context, None if value is unset else value)
-    value = request.causation_id
-    s_causation(context, None if value is unset else value)
-    value = request.project_ref
-    s_project(context, None if value is unset else value)
-    value = request.task_ref
-    s_task(context, None if value is unset else value)
-    s_emit(context, emit)
-    return context
+    command_id = request.command_id
+    causation_id = request.causation_id
+    project_ref = request.project_ref
+    task_ref = request.task_ref
+    return RequestContext(
+        id=request.id,
+        correlation_id=request.correlation_id,
+        method=request.method,
+        connection_id=connection_id,
+        capabilities=capabilities,
+        command_id=None if command_id is unset else command_id,
+        causation_id=None if causation_id is unset else causation_id,
+        project_ref=None if project_ref is unset else project_ref,
+        task_ref=None if task_ref is unset else task_ref,
+        _emit=emit,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
