@@ -61,8 +61,12 @@ def load_json(
         TypeError, ValueError: ``max_bytes`` or ``max_depth`` is not an
             ``int``, or not positive.
     """
-    positive_int("max_bytes", max_bytes)
-    positive_int("max_depth", max_depth)
+    if type(max_bytes) is not int or type(max_depth) is not int:
+        positive_int("max_bytes", max_bytes)
+        positive_int("max_depth", max_depth)
+    if max_bytes < 1 or max_depth < 1:
+        positive_int("max_bytes", max_bytes)
+        positive_int("max_depth", max_depth)
     if type(data) is not bytes:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise ProtocolError(
