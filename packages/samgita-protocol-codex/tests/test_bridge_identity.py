@@ -37,6 +37,7 @@ from samgita_protocol_codex import (
     BridgeReport,
     CodexBridge,
     ToCodex,
+    ToNative,
 )
 from test_bridge_recorded import GROUPS
 from test_bridge_review import _ask, _first, _init, _line, _method, _natives, _request
@@ -107,9 +108,11 @@ def test_resent_approval_is_the_same_request_with_the_original_deadline() -> Non
     wire = encode(first)
     for n, minutes in ((7, 1), (8, 2), (9, 1.9)):
         clock.advance(minutes=minutes)
-        (again,) = _asks(_reconnect(bridge, n))
+        out = _reconnect(bridge, n)
+        (again,) = _asks(out)
         # byte-identical: id, correlation_id, approval_id, action, deadline
         assert encode(again) == wire
+        assert [o.data for o in out if isinstance(o, ToNative)][-1] == wire
     # and it can still be approved before the deadline
     clock.now = dt.datetime(2026, 12, 3, 12, 4, 59, 999_999, tzinfo=dt.UTC)
     out = bridge.native_response(_answer(first, "approve"))

@@ -65,7 +65,9 @@ class Harness:
                 assert out.data.endswith(b"\n") and out.data.count(b"\n") == 1
                 self.codex_sent.append(json.loads(out.data))
             elif isinstance(out, ToNative):
-                encode(out.message)  # every native output is a valid envelope
+                # every native output is a valid envelope, handed out with
+                # exactly the bytes the core encoder gives for it
+                assert out.data == encode(out.message)
                 self.native.append(out.message)
                 self._learn(out.message)
             else:

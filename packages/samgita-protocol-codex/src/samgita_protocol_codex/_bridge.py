@@ -161,9 +161,17 @@ class ToCodex(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ToNative(msgspec.Struct, frozen=True, kw_only=True):
-    """One native envelope to send to the native peer."""
+    """One native envelope to send to the native peer.
+
+    ``data`` is its wire form, produced and validated by the core
+    :func:`~samgita_protocol.encode` (for a sequenced notification, the bytes
+    its :class:`~samgita_protocol.Replay` validated when appending it): send
+    these bytes; encoding ``message`` again gives the same bytes at the cost
+    of a second validation.
+    """
 
     message: Message
+    data: bytes
 
 
 class CodexUnmapped(msgspec.Struct, frozen=True, kw_only=True):
@@ -290,7 +298,7 @@ def _checked_line(line: Any) -> tuple[bytes, Any]:
     size before parsing, depth on the bytes, UTF-8, one value, no repeated
     key) with Codex's bounds; only the codes the bridge documented differ.
     """
-    if not isinstance(line, bytes | bytearray | memoryview):
+    if type(line) is not bytes and not isinstance(line, (bytes, bytearray, memoryview)):
         raise _peer(ErrorCode.INVALID_MESSAGE, "a Codex line must be bytes")
     try:
         # sized before a bytearray or memoryview is copied
@@ -408,10 +416,15 @@ def _text_input(items: Any) -> list[outbound.TextUserInput]:
     return [outbound.TextUserInput(text=item.text) for item in items]
 
 
+def _to_native(message: Message) -> ToNative:
+    """``message`` with its validated wire bytes (any core encode error raised)."""
+    return ToNative(message=message, data=encode(message))
+
+
 def _error(request: Request, code: ErrorCode, message: str, **data: Any) -> ToNative:
     error = ErrorObject(code=code, message=message, data=data or UNSET)
-    return ToNative(
-        message=Response(
+    return _to_native(
+        Response(
             id=request.id,
             correlation_id=request.correlation_id,
             command_id=request.command_id,
@@ -421,8 +434,8 @@ def _error(request: Request, code: ErrorCode, message: str, **data: Any) -> ToNa
 
 
 def _reply(request: Request, result: msgspec.Struct) -> ToNative:
-    return ToNative(
-        message=Response(
+    return _to_native(
+        Response(
             id=request.id,
             correlation_id=request.correlation_id,
             command_id=request.command_id,
@@ -460,6 +473,7 @@ class _Approval(msgspec.Struct, kw_only=True):
     # the native request, built once: every (re-)send is this exact request,
     # so its approval_id, action and deadline are never refreshed
     request: Request
+    data: bytes  # its wire bytes: every (re-)send is byte-identical
     deadline: _dt.datetime  # the instant ``request``'s deadline names
     sent: bool  # delivered to the current native session
 
@@ -843,7 +857,7 @@ class CodexBridge:
                     out.append(_expired_report(rid, approval))
                     continue
                 approval.sent = True
-                out.append(ToNative(message=approval.request))
+                out.append(ToNative(message=approval.request, data=approval.data))
             return out
         # the new session cannot answer approvals: refuse them to Codex now
         for rid, approval in list(self._approvals.items()):
@@ -939,10 +953,8 @@ class CodexBridge:
             result = msgspec.json.decode(raw, type=_CLIENT_TYPES[pending.method][1])
             out: list[Output] = []
             if pending.method != "initialize" and native is not None:
+                # every ToNative is encoded (validated) as it is built
                 out = self._native_result(native, result)
-                for o in out:
-                    if isinstance(o, ToNative):
-                        encode(o.message)
         except (
             msgspec.MsgspecError,
             ProtocolError,
@@ -1028,44 +1040,70 @@ class CodexBridge:
         return [_error(native, ErrorCode.INTERNAL_ERROR, "untranslated Codex result")]
 
     def _sequenced(
-        self, thread_id: str, notes: list[Notification], group: str
+        self, thread_id: str, method: str, params: msgspec.Struct, group: str
     ) -> list[Output]:
         """Append to the thread's Replay always; deliver when the session can take it."""
         replay = self._streams.get(thread_id)
-        new = replay is None
         if replay is None:
-            if len(self._streams) >= self._max_streams:
-                raise _peer(
-                    ErrorCode.LIMIT_EXCEEDED,
-                    "too many Codex threads",
-                    limit=self._max_streams,
-                )
-            replay = Replay(
-                _stream_id(self._instance_id, thread_id),
-                max_events=self._max_events,
-                max_bytes=self._max_bytes,
-            )
-        if len(notes) > 1:
-            # all pieces share the ids and are bounded: check them all before
-            # the first append, so an error leaves the Replay unchanged
-            for i, note in enumerate(notes):
-                encode(
-                    msgspec.structs.replace(
-                        note,
-                        stream_id=replay.stream_id,
-                        cursor=replay.last_cursor + 1 + i,
-                    )
-                )
-        appended = [replay.append(note) for note in notes]
-        if new:
-            self._streams[thread_id] = replay
+            replay = self._new_stream(thread_id)
+        # built already sequenced (the Replay's next cursor), so append
+        # checks it and keeps it as it is
+        note = Notification(
+            method=method,
+            params=params,
+            stream_id=replay.stream_id,
+            cursor=replay.last_cursor + 1,
+        )
+        replay.append(note)
+        self._streams[thread_id] = replay
         groups = self._native_groups
         if groups is None or group not in groups:
             return []  # kept in the Replay: stream/resume serves it later
-        return [ToNative(message=m) for m in appended]
+        # the bytes append validated, handed out without a second encode
+        return [ToNative(message=note, data=replay.encode(note))]
+
+    def _sequenced_pieces(
+        self, thread_id: str, method: str, pieces: list[msgspec.Struct]
+    ) -> list[Output]:
+        """:meth:`_sequenced` for the pieces of one split delta, all or none."""
+        replay = self._streams.get(thread_id)
+        if replay is None:
+            replay = self._new_stream(thread_id)
+        first = replay.last_cursor + 1
+        notes = [
+            Notification(
+                method=method, params=p, stream_id=replay.stream_id, cursor=first + i
+            )
+            for i, p in enumerate(pieces)
+        ]
+        # the pieces share the ids and are bounded: check them all before the
+        # first append, so an error leaves the Replay unchanged
+        for note in notes:
+            encode(note)
+        for note in notes:
+            replay.append(note)
+        self._streams[thread_id] = replay
+        groups = self._native_groups
+        if groups is None or "streaming.v1" not in groups:
+            return []
+        return [ToNative(message=n, data=replay.encode(n)) for n in notes]
+
+    def _new_stream(self, thread_id: str) -> Replay:
+        # not yet in self._streams: kept only once its first event is appended
+        if len(self._streams) >= self._max_streams:
+            raise _peer(
+                ErrorCode.LIMIT_EXCEEDED,
+                "too many Codex threads",
+                limit=self._max_streams,
+            )
+        return Replay(
+            _stream_id(self._instance_id, thread_id),
+            max_events=self._max_events,
+            max_bytes=self._max_bytes,
+        )
 
     def _unsequenced(self, note: Notification) -> list[Output]:
-        encode(note)
+        data = encode(note)
         groups = self._native_groups
         if groups is None or "sessions.v1" not in groups:
             self.undelivered[note.method] += 1
@@ -1076,7 +1114,7 @@ class CodexBridge:
                     message="no native session with sessions.v1; not replayable",
                 )
             ]
-        return [ToNative(message=note)]
+        return [ToNative(message=note, data=data)]
 
     def _count_unmapped(self, method: str) -> None:
         counter = self.unmapped_notifications
@@ -1095,6 +1133,33 @@ class CodexBridge:
         params = _NOTIFICATION_DECODERS[method].decode(
             raw if raw is not UNSET else b"{}"
         )
+        if native == "item/delta":  # the most frequent by far: tested first
+            delta = params.delta
+            if len(delta) <= MAX_DELTA_CHARS:
+                return self._sequenced(
+                    params.threadId,
+                    native,
+                    ItemDeltaParams(
+                        thread_id=params.threadId,
+                        turn_id=params.turnId,
+                        item_id=params.itemId,
+                        delta=delta,
+                    ),
+                    "streaming.v1",
+                )
+            return self._sequenced_pieces(
+                params.threadId,
+                native,
+                [
+                    ItemDeltaParams(
+                        thread_id=params.threadId,
+                        turn_id=params.turnId,
+                        item_id=params.itemId,
+                        delta=piece,
+                    )
+                    for piece in _pieces(delta)
+                ],
+            )
         if method == "serverRequest/resolved":
             return self._resolved(params.requestId)
         if method == "thread/status/changed":
@@ -1122,10 +1187,8 @@ class CodexBridge:
             )
         if method in ("turn/started", "turn/completed"):
             cls = TurnStartedParams if method == "turn/started" else TurnCompletedParams
-            note = Notification(
-                method=native, params=cls(turn=_turn(params.turn, params.threadId))
-            )
-            return self._sequenced(params.threadId, [note], "sessions.v1")
+            turn = cls(turn=_turn(params.turn, params.threadId))
+            return self._sequenced(params.threadId, native, turn, "sessions.v1")
         if method in ("item/started", "item/completed"):
             done = method == "item/completed"
             cls2 = ItemCompletedParams if done else ItemStartedParams
@@ -1134,21 +1197,8 @@ class CodexBridge:
                 turn_id=params.turnId,
                 item=_item(params.item, completed=done),
             )
-            note = Notification(method=native, params=item_params)
-            return self._sequenced(params.threadId, [note], "streaming.v1")
-        notes = [
-            Notification(
-                method=native,
-                params=ItemDeltaParams(
-                    thread_id=params.threadId,
-                    turn_id=params.turnId,
-                    item_id=params.itemId,
-                    delta=piece,
-                ),
-            )
-            for piece in _pieces(params.delta)
-        ]
-        return self._sequenced(params.threadId, notes, "streaming.v1")
+            return self._sequenced(params.threadId, native, item_params, "streaming.v1")
+        raise AssertionError(f"untranslated Codex notification {method}")
 
     def _resolved(self, codex_id: int | str) -> list[Output]:
         for rid, approval in list(self._approvals.items()):
@@ -1234,17 +1284,18 @@ class CodexBridge:
                 reason=why,
             ),
         )
-        encode(native)
+        data = encode(native)
         self._next_native_id += 1
         deliver = groups is not None
         self._approvals[rid] = _Approval(
             codex_id=codex_id,
             codex_method=method,
             request=native,
+            data=data,
             deadline=deadline,
             sent=deliver,
         )
-        return [ToNative(message=native)] if deliver else []
+        return [ToNative(message=native, data=data)] if deliver else []
 
     def _stream_resume(self, request: Request) -> ToNative:
         params = request.params

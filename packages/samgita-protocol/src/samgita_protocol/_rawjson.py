@@ -61,10 +61,11 @@ def load_json(
         TypeError, ValueError: ``max_bytes`` or ``max_depth`` is not an
             ``int``, or not positive.
     """
-    if type(max_bytes) is not int or type(max_depth) is not int:
-        positive_int("max_bytes", max_bytes)
-        positive_int("max_depth", max_depth)
-    if max_bytes < 1 or max_depth < 1:
+    # one test on the common path; positive_int names what is wrong
+    if (
+        not (type(max_bytes) is int and type(max_depth) is int)
+        or min(max_bytes, max_depth) < 1
+    ):
         positive_int("max_bytes", max_bytes)
         positive_int("max_depth", max_depth)
     if type(data) is not bytes:
