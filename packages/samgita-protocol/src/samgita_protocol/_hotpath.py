@@ -77,8 +77,12 @@ RESULT_PLANS: Final[Mapping[str, ResultPlan]] = {
 
 
 def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
-    """The response ``decode`` makes of ``wire`` and its result Struct as
-    ``decode_result`` makes it, in one typed decode, or ``None``.
+    """The response ``decode`` makes of ``wire`` with its result Struct as
+    ``decode_result`` makes it, in one typed decode, or ``None``. What it
+    returns is the typed envelope (an instance of the method's typed
+    response variant, not of `Response`: the same fields and values,
+    without ``error``); the connection reads its fields and hands out only
+    the result.
 
     Exact because it accepts only bytes that are msgspec's own encoding of
     what they decode to (so no key repeats and no default filled a missing
@@ -108,21 +112,15 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
     # Only free-form JSON can nest deeper than the schema does.
     if plan.free_form and not depth_within(wire, MAX_DEPTH):
         return None
-    result = typed.result
     if plan.walk:
         try:
-            check_struct(result, "/result", True)
+            check_struct(typed.result, "/result", True)
         except ProtocolError:
             return None
-    return Response(
-        id=typed.id,
-        correlation_id=typed.correlation_id,
-        command_id=typed.command_id,
-        causation_id=typed.causation_id,
-        project_ref=typed.project_ref,
-        task_ref=typed.task_ref,
-        result=result,
-    )
+    # The typed envelope itself (it has every field of a result Response,
+    # and ``error`` is absent by construction): only the connection reads it.
+    response: Response = typed
+    return response
 
 
 def checked_response(plan: ResultPlan, response: Response) -> tuple[bytes, Any] | None:

@@ -228,9 +228,10 @@ class Outbox:
         Struct or a :class:`ProtocolError` (a typed error response,
         ``remote``; an invalid result, ``peer``) and ``key`` what the
         terminal window will keep; pass them to :meth:`settle`.
-        ``schema_checked``: ``response.result`` is already the result Struct
-        ``decode_result`` makes of it (the typed shortcut decoded it); only
-        the contextual rules are left.
+        ``schema_checked``: ``response`` is the typed shortcut's envelope
+        (``_hotpath.typed_response``): ``result`` is already the result
+        Struct ``decode_result`` makes of it, and there is no ``error``;
+        only the contextual rules are left.
 
         Raises:
             ProtocolError (peer): ``mismatched_response``,
@@ -266,15 +267,18 @@ class Outbox:
         request = entry.request
         check_echo(request, response)
         outcome: Any
-        if response.error is not msgspec.UNSET:
+        if schema_checked:
+            # The typed shortcut's envelope: a result, never an error.
+            outcome = response.result
+            try:
+                check_result(request, outcome, now=now)
+            except ProtocolError as exc:
+                outcome = exc
+        elif response.error is not msgspec.UNSET:
             outcome = ProtocolError.from_wire(response.error, origin="remote")
         else:
             try:
-                if schema_checked:
-                    outcome = response.result
-                    check_result(request, outcome, now=now)
-                else:
-                    outcome = validate_result(request, response.result, now=now)
+                outcome = validate_result(request, response.result, now=now)
             except ProtocolError as exc:
                 outcome = exc
         return entry, outcome, content_key(response, wire)
