@@ -445,6 +445,24 @@ def test_two_mib_delta_becomes_several_contiguous_deltas() -> None:
     assert all(len(encode(n)) < 1024 * 1024 for n in notes)
 
 
+def test_a_split_delta_is_appended_all_or_none() -> None:
+    bridge = _ready()
+    msg = _method("item/agentMessage/delta")
+    bridge.receive_codex(_line(msg))  # the stream exists, cursor 1
+    msg["params"]["delta"] = "x" * (3 * MAX_DELTA_CHARS)
+    msg["params"]["itemId"] = ""  # every piece is invalid natively
+    before = _state(bridge)
+    with pytest.raises(ProtocolError) as info:
+        bridge.receive_codex(_line(msg))
+    assert info.value.origin == "peer"
+    assert _state(bridge) == before
+    # a new thread whose first (split) delta fails gets no stream at all
+    msg["params"]["threadId"] = "fresh-thread"
+    with pytest.raises(ProtocolError):
+        bridge.receive_codex(_line(msg))
+    assert bridge.stream_id("fresh-thread") is None and _state(bridge) == before
+
+
 def test_long_item_text_is_cut_with_a_marker() -> None:
     bridge = _ready()
     msg = next(

@@ -539,6 +539,7 @@ class CodexBridge:
         self._pending: dict[int, _Pending] = {}
         self._approvals: dict[str, _Approval] = {}
         self._streams: dict[str, Replay] = {}  # Codex thread id -> its native stream
+        self._by_stream_id: dict[str, Replay] = {}  # the same, by native stream_id
         self._connection_seq = 0
         #: Codex notifications without a native translation, by method (at
         #: most ``max_unmapped_methods`` keys, then :data:`UNMAPPED_OVERFLOW`).
@@ -1044,6 +1045,7 @@ class CodexBridge:
     ) -> list[Output]:
         """Append to the thread's Replay always; deliver when the session can take it."""
         replay = self._streams.get(thread_id)
+        new = replay is None
         if replay is None:
             replay = self._new_stream(thread_id)
         # built already sequenced (the Replay's next cursor), so append
@@ -1055,7 +1057,8 @@ class CodexBridge:
             cursor=replay.last_cursor + 1,
         )
         replay.append(note)
-        self._streams[thread_id] = replay
+        if new:
+            self._keep_stream(thread_id, replay)
         groups = self._native_groups
         if groups is None or group not in groups:
             return []  # kept in the Replay: stream/resume serves it later
@@ -1067,6 +1070,7 @@ class CodexBridge:
     ) -> list[Output]:
         """:meth:`_sequenced` for the pieces of one split delta, all or none."""
         replay = self._streams.get(thread_id)
+        new = replay is None
         if replay is None:
             replay = self._new_stream(thread_id)
         first = replay.last_cursor + 1
@@ -1082,11 +1086,16 @@ class CodexBridge:
             encode(note)
         for note in notes:
             replay.append(note)
-        self._streams[thread_id] = replay
+        if new:
+            self._keep_stream(thread_id, replay)
         groups = self._native_groups
         if groups is None or "streaming.v1" not in groups:
             return []
         return [ToNative(message=n, data=replay.encode(n)) for n in notes]
+
+    def _keep_stream(self, thread_id: str, replay: Replay) -> None:
+        self._streams[thread_id] = replay
+        self._by_stream_id[replay.stream_id] = replay
 
     def _new_stream(self, thread_id: str) -> Replay:
         # not yet in self._streams: kept only once its first event is appended
@@ -1300,12 +1309,12 @@ class CodexBridge:
     def _stream_resume(self, request: Request) -> ToNative:
         params = request.params
         assert isinstance(params, StreamResumeParams)
-        for replay in self._streams.values():
-            if replay.stream_id == params.stream_id:
-                try:
-                    return _reply(request, replay.page(params.cursor))
-                except ProtocolError as exc:
-                    return _error(request, exc.code, exc.message, **(exc.data or {}))
+        replay = self._by_stream_id.get(params.stream_id)
+        if replay is not None:
+            try:
+                return _reply(request, replay.page(params.cursor))
+            except ProtocolError as exc:
+                return _error(request, exc.code, exc.message, **(exc.data or {}))
         # also a checkpoint from an earlier bridge instance: its stream ids
         # are never reused, so it cannot resume into another stream's events
         return _error(
