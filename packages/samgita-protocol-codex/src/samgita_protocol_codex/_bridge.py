@@ -24,7 +24,7 @@ Bytes and envelopes in, :data:`Output` values out; the caller owns both links
   ``instance_id`` and the Codex thread id (unique per bridge instance, so a
   checkpoint from before a restart is ``not_found``), whether or not a native session is connected, so
   ``stream/resume`` is answered after a native reconnect;
-* never answers an approval itself: while no native session is negotiated
+* never approves by itself: while no native session is negotiated
   an approval waits, and it is (re-)sent after the next native initialize,
   always as the same request (``approval_id``, ``action`` and ``deadline``
   fixed when Codex asked); once its deadline has passed it is declined to

@@ -95,7 +95,7 @@ TRANSLATIONS: Final[tuple[Translation, ...]] = (
                 note="`text` over 131072 code points is cut, ending in a `[samgita bridge: text truncated, N code points in Codex]` marker"),
     Translation(native="approval/request", codex=("item/commandExecution/requestApproval",
                 "item/fileChange/requestApproval"), direction=_C2N, group="approvals.v1",
-                note="approve -> `accept`, deny -> `decline`; never answered by the bridge itself: without a native session it waits "
+                note="approve -> `accept`, deny -> `decline`; never approved by the bridge itself: without a native session it waits "
                      "and is sent after the next native initialize; re-sent unchanged (same `approval_id`, `action`, `deadline`) "
                      "after a native reconnect; past its deadline declined, never re-offered; refused (JSON-RPC error) only when "
                      "the session lacks approvals.v1"),
