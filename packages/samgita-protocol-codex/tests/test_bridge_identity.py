@@ -184,6 +184,30 @@ def test_only_the_expired_approvals_are_withheld() -> None:
     assert [o.request_id for o in out if isinstance(o, ApprovalResolved)] == [first.id]
 
 
+def test_expire_approvals_declines_only_those_past_their_deadline() -> None:
+    clock = Clock()
+    bridge = _bridge(clock)
+    old = _ask()
+    (first,) = _asks(bridge.receive_codex(_line(old)))
+    clock.advance(minutes=3)
+    young = _ask()
+    young["id"] = 778
+    (second,) = _asks(bridge.receive_codex(_line(young)))
+    assert bridge.expire_approvals() == []  # none is due yet
+    clock.now = dt.datetime(2026, 12, 3, 12, 5, 0, tzinfo=dt.UTC)  # first's deadline
+    out = bridge.expire_approvals()
+    assert _codex(out) == [{"id": old["id"], "result": {"decision": "decline"}}]
+    assert [o.request_id for o in out if isinstance(o, ApprovalResolved)] == [first.id]
+    assert [r.kind for r in _reports(out)] == ["approval_expired"]
+    assert bridge.expire_approvals() == []  # settled once
+    with pytest.raises(ProtocolError) as info:
+        bridge.native_response(_answer(first, "deny"))
+    assert info.value.code is ErrorCode.UNKNOWN_REQUEST
+    # the other is still approvable before its own deadline
+    out = bridge.native_response(_answer(second, "approve"))
+    assert _codex(out) == [{"id": 778, "result": {"decision": "accept"}}]
+
+
 # -- the answer is checked against the binding -------------------------------------
 
 

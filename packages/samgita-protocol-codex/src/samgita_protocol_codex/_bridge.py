@@ -692,6 +692,34 @@ class CodexBridge:
         del self._approvals[response.id]
         return [self._answer_codex(approval, decision)]
 
+    def expire_approvals(self) -> list[Output]:
+        """End every forwarded approval whose native ``deadline`` has passed.
+
+        The native contract allows no ``approve`` at or after the deadline,
+        so such an approval can only be refused: each is declined to Codex
+        (``ToCodex``), with ``ApprovalResolved(request_id)`` and a
+        ``BridgeReport(kind="approval_expired")``; nothing is approved.
+        Call it periodically (sans-IO: the bridge reads its ``now`` clock
+        only when called) so that a native session that never answers does
+        not stall the Codex turn; without it such an approval waits for a
+        native answer, a reconnect (after which it is not re-offered) or
+        Codex's own ``serverRequest/resolved``.
+        """
+        now = self._now()
+        out: list[Output] = []
+        for rid, approval in list(self._approvals.items()):
+            if now >= approval.deadline:
+                out.extend(self._expire(rid, approval))
+        return out
+
+    def _expire(self, rid: str, approval: _Approval) -> list[Output]:
+        del self._approvals[rid]
+        return [
+            self._decline(approval),
+            ApprovalResolved(request_id=rid),
+            _expired_report(rid, approval),
+        ]
+
     def _decline(self, approval: _Approval) -> ToCodex:
         return self._answer_codex(approval, "decline")
 
@@ -852,10 +880,7 @@ class CodexBridge:
                     continue
                 if now >= approval.deadline:
                     # no approve can be valid any more: not offered again
-                    del self._approvals[rid]
-                    out.append(self._decline(approval))
-                    out.append(ApprovalResolved(request_id=rid))
-                    out.append(_expired_report(rid, approval))
+                    out.extend(self._expire(rid, approval))
                     continue
                 approval.sent = True
                 out.append(ToNative(message=approval.request, data=approval.data))
