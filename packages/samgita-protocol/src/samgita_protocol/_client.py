@@ -38,7 +38,12 @@ from typing import Any, Final, Literal
 import msgspec
 
 from samgita_protocol._codec import Fast, decode, decode_checked, encode
-from samgita_protocol._contract import check_initialize, validate_result, wall_clock
+from samgita_protocol._contract import (
+    check_echo,
+    check_initialize,
+    validate_result,
+    wall_clock,
+)
 from samgita_protocol._effects import (
     Effect,
     ErrorReceived,
@@ -75,7 +80,7 @@ from samgita_protocol._schema import (
     decode_result,
 )
 from samgita_protocol._streams import ClientStreams
-from samgita_protocol._windows import INLINE_BYTES, FifoWindow
+from samgita_protocol._windows import INLINE_BYTES, ContentKey, FifoWindow
 
 __all__ = ["Client", "ClientState"]
 
@@ -537,7 +542,8 @@ class Client:
             TypeError, ValueError: a bad ``now`` or a custom ``id_generator``
                 returning a non-string.
         """
-        moment = _monotonic(now)
+        # A finite float (now - now is nan for inf and nan) needs no checks.
+        moment = now if type(now) is float and now - now == 0.0 else _monotonic(now)
         # The methods sendable now, each with its send shortcut's plan (see
         # _lanes); anything else is refused or handled by _sendable.
         lane = self._lanes.get(method) if self._state is ClientState.READY else None
@@ -551,8 +557,7 @@ class Client:
             converted = params
         else:
             converted = convert_params(method, params)
-        request_id, counter = outbox.choose_id(id)
-        outbox.check(request_id, spec.mutation, generated=id is None)
+        request_id, counter = outbox.next_id(id, spec.mutation)
         request = Request(
             id=request_id,
             correlation_id=request_id if correlation_id is None else correlation_id,
@@ -686,9 +691,9 @@ class Client:
             # Small responses only: the terminal window keeps their bytes,
             # so a duplicate compares alike whichever path decoded it.
             if data.startswith(RESPONSE_PREFIX) and len(data) <= INLINE_BYTES:
-                typed = self._typed_response(data)
-                if typed is not None:
-                    return self._receive_response(typed, data, clock, True)
+                effects = self._receive_typed(data, clock)
+                if effects is not None:
+                    return effects
             message = decode_checked(data)
         elif isinstance(data, (bytes, bytearray, memoryview, str)):
             source: bytes | bytearray | memoryview | str = data
@@ -724,37 +729,47 @@ class Client:
         assert type(message) is Request
         return self._receive_request(message)
 
-    def _typed_response(self, data: bytes) -> Response | None:
-        """The response to a pending request decoded with its method's typed
+    def _receive_typed(self, data: bytes, now: datetime | None) -> list[Effect] | None:
+        """A response to a pending request taken by its method's typed
         shortcut (``_hotpath.typed_response``), or None for the general path.
         The id in the bytes only chooses the decoder; the decoded id must be
-        that pending request's."""
+        that pending request's. Then what ``Outbox.match`` does for a
+        pending request (the echo, the contextual rule; the schema is
+        already checked) and what every matched response gets."""
         start = len(RESPONSE_PREFIX)
         request_id = data[start : data.find(b'"', start)].decode("latin-1")
         entry = self._outbox.pending.get(request_id)
         if entry is None:
             return None
-        plan = RESULT_PLANS.get(entry.request.method)
+        request = entry.request
+        plan = RESULT_PLANS.get(request.method)
         if plan is None:
             return None
-        response = typed_response(data, plan)
-        if response is None or response.id != request_id:
+        typed = typed_response(data, plan)
+        if typed is None or typed.id != request_id:
             return None
-        return response
+        check_echo(request, typed)
+        outcome: Any = typed.result
+        if plan.rule is not None:
+            try:
+                plan.rule(request.params, outcome, now, "peer")
+            except ProtocolError as exc:
+                outcome = exc
+        # A small response: the terminal window keeps its bytes.
+        return self._matched(entry, outcome, ("wire", data))
 
     def _receive_response(
-        self,
-        response: Response,
-        wire: bytes | str | None,
-        now: datetime | None,
-        schema_checked: bool = False,
+        self, response: Response, wire: bytes | str | None, now: datetime | None
     ) -> list[Effect]:
-        outbox = self._outbox
-        matched = outbox.match(response, wire, now, schema_checked=schema_checked)
+        matched = self._outbox.match(response, wire, now)
         if matched is DUPLICATE:
             return []
         assert isinstance(matched, tuple)
-        entry, outcome, key = matched
+        return self._matched(*matched)
+
+    def _matched(self, entry: Pending, outcome: Any, key: ContentKey) -> list[Effect]:
+        """Ends a matched request with its outcome (cannot fail)."""
+        outbox = self._outbox
         request = entry.request
         method = request.method
         if method == _INITIALIZE:

@@ -36,6 +36,7 @@ from samgita_protocol._schema import (
 )
 
 __all__ = [
+    "RULES",
     "approval_expired",
     "check_echo",
     "check_initialize",
@@ -272,7 +273,7 @@ _Rule = Callable[[Any, Any, "datetime | None", Origin], None]
 #: Method -> contextual rule. Methods absent here (``thread/start``,
 #: ``connection/initialize``) have no rule beyond the schema; the initialize
 #: result is checked against the offer by :func:`check_initialize`.
-_RULES: Final[Mapping[str, _Rule]] = {
+RULES: Final[Mapping[str, _Rule]] = {
     "project/event.receive": _event_receive,
     "project/event.status": _event_status,
     "project/event.report": _event_report,
@@ -305,7 +306,7 @@ def check_result(
             ``approval_mismatch``, ``approval_expired``, ``foreign_stream`` or
             ``cursor_gap``, with the given ``origin``.
     """
-    rule = _RULES.get(request.method)
+    rule = RULES.get(request.method)
     if rule is not None:
         rule(request.params, result, now, origin)
 

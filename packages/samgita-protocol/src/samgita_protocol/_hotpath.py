@@ -12,13 +12,15 @@ general path refuses; the argument for each shortcut is in its docstring.
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET
 
 from ._codec import FAST, Fast, encode, typed_envelope
+from ._contract import RULES, Origin
 from ._errors import ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
 from ._schema import METHODS, Notification, Request, Response, StreamResumeResult
@@ -57,6 +59,11 @@ class ResultPlan(typing.NamedTuple):
     response: msgspec.json.Decoder[Any]
     walk: bool
     free_form: bool
+    #: The method's contextual rule (``_contract.RULES``), if any.
+    rule: Callable[[Any, Any, datetime | None, Origin], None] | None
+    #: Whether the result has an ``acceptance`` field (only a durable host
+    #: may answer ``durable``).
+    acceptance: bool
 
 
 #: Every request method except ``stream/resume`` (whose result holds whole
@@ -70,6 +77,8 @@ RESULT_PLANS: Final[Mapping[str, ResultPlan]] = {
         ),
         walk=needs_walk(spec.result, True),
         free_form=has_free_form(spec.result),
+        rule=RULES.get(name),
+        acceptance="acceptance" in spec.result.__struct_fields__,
     )
     for name, spec in METHODS.items()
     if spec.result is not None and spec.result is not StreamResumeResult

@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from samgita_protocol._contract import check_echo, check_result, validate_result
+from samgita_protocol._contract import check_echo, validate_result
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._schema import Request, Response
 from samgita_protocol._windows import ContentKey, RecentIds, content_key, same_content
@@ -49,15 +49,13 @@ def limit_error(
     )
 
 
-class Pending:
-    """One handed-out request waiting for its response."""
+class Pending(msgspec.Struct, frozen=True):
+    """One handed-out request waiting for its response (a Struct: one is
+    built per request, in C)."""
 
-    __slots__ = ("deadline", "mutation", "request")
-
-    def __init__(self, request: Request, mutation: bool, deadline: float) -> None:
-        self.request = request
-        self.mutation = mutation
-        self.deadline = deadline
+    request: Request
+    mutation: bool
+    deadline: float
 
 
 class Outbox:
@@ -168,6 +166,32 @@ class Outbox:
                 request_id = self._id_prefix + str(counter)
         return request_id, counter
 
+    def next_id(self, explicit: str | None, mutation: bool) -> tuple[str, int]:
+        """:meth:`choose_id` and then :meth:`check` of that id, in one call.
+
+        Raises:
+            TypeError, ProtocolError: as those two.
+        """
+        if explicit is None and self._id_generator is None:
+            # The common case: a default id, new by construction (see check).
+            counter = self._counter + 1
+            request_id = self._id_prefix + str(counter)
+            if self._explicit_ids:
+                while self.in_use(request_id):
+                    counter += 1
+                    request_id = self._id_prefix + str(counter)
+            if len(self.pending) >= self._max_outstanding:
+                raise limit_error("max_outstanding_requests", self._max_outstanding)
+            if (
+                mutation
+                and self._pending_mutations + len(self.uncertain) >= self._max_uncertain
+            ):
+                raise limit_error("max_uncertain_commands", self._max_uncertain)
+            return request_id, counter
+        request_id, counter = self.choose_id(explicit)
+        self.check(request_id, mutation, generated=explicit is None)
+        return request_id, counter
+
     def check(self, request_id: str, mutation: bool, *, generated: bool) -> None:
         """Identity reuse and bounds, before anything is recorded.
 
@@ -218,8 +242,6 @@ class Outbox:
         response: Response,
         wire: bytes | str | None,
         now: datetime | None,
-        *,
-        schema_checked: bool = False,
     ) -> object | tuple[Pending, Any, ContentKey]:
         """Matches an envelope-valid response without changing anything.
 
@@ -228,10 +250,6 @@ class Outbox:
         Struct or a :class:`ProtocolError` (a typed error response,
         ``remote``; an invalid result, ``peer``) and ``key`` what the
         terminal window will keep; pass them to :meth:`settle`.
-        ``schema_checked``: ``response`` is the typed shortcut's envelope
-        (``_hotpath.typed_response``): ``result`` is already the result
-        Struct ``decode_result`` makes of it, and there is no ``error``;
-        only the contextual rules are left.
 
         Raises:
             ProtocolError (peer): ``mismatched_response``,
@@ -267,14 +285,7 @@ class Outbox:
         request = entry.request
         check_echo(request, response)
         outcome: Any
-        if schema_checked:
-            # The typed shortcut's envelope: a result, never an error.
-            outcome = response.result
-            try:
-                check_result(request, outcome, now=now)
-            except ProtocolError as exc:
-                outcome = exc
-        elif response.error is not msgspec.UNSET:
+        if response.error is not msgspec.UNSET:
             outcome = ProtocolError.from_wire(response.error, origin="remote")
         else:
             try:

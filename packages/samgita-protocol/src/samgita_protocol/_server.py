@@ -739,22 +739,40 @@ class Server:
         fact about the request, not a bug."""
         try:
             plan = RESULT_PLANS.get(request.method)
-            response = _result_response(request, outcome)
+            response = Response(
+                id=request.id,
+                correlation_id=request.correlation_id,
+                command_id=request.command_id,
+                causation_id=request.causation_id,
+                project_ref=request.project_ref,
+                task_ref=request.task_ref,
+                result=outcome,
+            )
             checked = None if plan is None else checked_response(plan, response)
             if checked is not None:
                 # The common case: the response's own bytes validated in one
-                # decode (see _hotpath.checked_response).
+                # decode (see _hotpath.checked_response), and what the plan
+                # knows of the method's rules.
+                assert plan is not None
                 wire, result = checked
+                if plan.acceptance and not self._durable:
+                    if result.acceptance == "durable":
+                        return _internal(request), None
+                if plan.rule is not None:
+                    plan.rule(request.params, result, now, "local")
             else:  # not the shortcut's case: the general check
                 result = decode_result(request.method, outcome)
                 response = _result_response(request, result)
                 # The envelope echoes a validated request and decode_result
                 # validated the result: only the size is left to check.
                 wire = encode_unchecked(response)
-            # Every result carrying acceptance (event.receive, event.status).
-            if not self._durable and getattr(result, "acceptance", None) == "durable":
-                return _internal(request), None
-            check_result(request, result, now=now, origin="local")
+                # Every result carrying acceptance (event.receive, event.status).
+                if (
+                    not self._durable
+                    and getattr(result, "acceptance", None) == "durable"
+                ):
+                    return _internal(request), None
+                check_result(request, result, now=now, origin="local")
             if len(wire) > self._limits.max_message_bytes:
                 return _internal(request), None
         except ProtocolError as error:
@@ -988,8 +1006,7 @@ class Server:
             )
         converted = convert_params(method, params)
         outbox = self._outbox
-        request_id, counter = outbox.choose_id(id)
-        outbox.check(request_id, False, generated=id is None)
+        request_id, counter = outbox.next_id(id, False)
         request = Request(
             id=request_id,
             correlation_id=request_id if correlation_id is None else correlation_id,
@@ -1054,6 +1071,8 @@ class Server:
         such a request (a handler call, the `seen` window entry) and it
         returns the bytes `receive_bytes` would, without building and
         looking up the messages it does not return."""
+        if now is not None:
+            now = wall_clock(now)
         if len(data) > self._limits.max_message_bytes:
             return None
         try:
@@ -1065,15 +1084,11 @@ class Server:
         spec = self._lanes.get(message.method)
         if spec is None:
             return None
-        request_id = message.id
-        seen = self._seen
-        if seen.get(request_id) is not None:
-            return None  # a repeated id: the general path compares content
-        now = wall_clock(now)
-        seen.add(
-            request_id,
-            ("wire", data) if len(data) <= INLINE_BYTES else content_key(message, data),
+        key: ContentKey = (
+            ("wire", data) if len(data) <= INLINE_BYTES else content_key(message, data)
         )
+        if not self._seen.add_new(message.id, key):
+            return None  # a repeated id: the general path compares content
         response, wire, queued = self._handled(message, spec, now, False)
         out = [wire if wire is not None else self.encode(response)]
         if queued:

@@ -120,6 +120,22 @@ class RecentIds(Generic[K, V]):
             return
         self.add(key, value)
 
+    def add_new(self, key: K, value: V) -> bool:
+        """:meth:`add` when ``key`` is not remembered (True); otherwise
+        nothing changes (False)."""
+        current = self._current
+        if key in current:
+            return False
+        hit = self._previous.get(key)
+        if hit is not None and hit[0] > self._count - self._max:
+            return False
+        self._count += 1
+        current[key] = (self._count, value)
+        if len(current) >= self._max:
+            self._previous = current
+            self._current = {}
+        return True
+
     def add(self, key: K, value: V) -> None:
         """:meth:`put` for a key the caller just found absent (no lookup)."""
         self._count += 1
