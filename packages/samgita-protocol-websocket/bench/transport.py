@@ -1,17 +1,51 @@
 """Transport benchmark: our listener vs a bare ``websockets`` echo server vs a Node ``ws`` echo server.
 
-One load generator (a ``websockets`` client, one message in flight) sends
-text messages of 256 B, 16 KiB and 1 MiB and waits for each reply; it
-reports messages per second and p50/p99 round-trip latency per server, and
-the ratios to the bare ``websockets`` server.  Our listener receives a valid
-``project/event.receive`` request of that size (padded payload), decodes and
-validates it, runs the fake Agent's handler and sends its (small) response;
-the echo servers send the whole message back.  Then: memory per idle
-connection of our listener (RSS of a fake Agent process before and after
-1,000 initialized, idle connections).
+What is measured.  One load generator (a ``websockets`` client in this
+process, one message in flight) sends text messages of about 256 B, 16 KiB
+and 1 MiB and waits for each reply; per server it reports messages per
+second, p50/p99 round-trip latency and the CPU time the server process
+spent per message, with the ratios to the bare ``websockets`` server.  Our
+listener receives a valid ``project/event.receive`` request of that size
+(padded payload; the smallest request of this shape is 292 B, so "256 B" is
+292 B), validates it through a core ``Server`` with the fake Agent's handler
+and sends its small response; the echo servers send the whole message back.
+Then: memory per idle connection of our listener (RSS of a fake Agent
+process before and after 1,000 initialized, idle connections).
 
-Run: ``python bench/transport.py [--rounds N]`` (needs node and
-tests-integration/node_modules for the Node column; it is skipped with a
+The setup, and why.  Every server runs in its own process, as it would be
+deployed and as the Node server must anyway; the load generator is alone in
+this process.  So no server shares an event loop (or the GIL) with the load
+generator or with another server: what each server costs is its own.  The
+servers are measured in alternating rounds (one connection each per round,
+in turn) and each ratio is taken within a round, then the median over the
+rounds is printed with its range: a shared 2-core machine slows whole
+stretches of time, and that cancels within a round.  Two things dilute or
+sharpen the figures, and both are printed:
+
+* a round trip between processes includes two wake-ups of a sleeping
+  process (tens of microseconds on loopback), the same for every server, so
+  msgs/s and latency ratios are nearer 1 than the servers' own costs;
+* the ``CPU us/msg`` column (the server process's CPU time over a run,
+  Linux ``/proc/<pid>/task/*/schedstat``, divided by the messages) has no
+  such shared part and barely moves with the machine's load: it is the
+  figure that says what the protocol layer costs.
+
+Where our extra cost goes (the "split" line per size):
+
+* ``core``: ``Server.receive_bytes`` of the request's bytes, as the listener
+  calls it, in this process (median of repeated calls, fresh fake Agent
+  state);
+* ``transport``: our listener with the core ``Server`` replaced by a stub
+  that answers every message with the same reply bytes at once, against a
+  bare ``websockets`` server answering the same bytes (``recv(decode=False)``
+  then ``send``): CPU per message of the first minus the second, i.e. what
+  this package adds around the core (the connection class, the loop, the
+  send path).  The stub is patched into that server process only
+  (``samgita_protocol.Server``); both diagnostics are printed as
+  ``ours, core stubbed`` and ``bare, same reply``.
+
+Run: ``python bench/transport.py [--rounds N] [--messages N]`` (needs node
+and tests-integration/node_modules for the Node row; it is skipped with a
 note otherwise).  Prints figures; asserts nothing.
 """
 
@@ -23,15 +57,16 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from websockets.asyncio.client import connect as ws_connect
-from websockets.asyncio.server import serve as ws_serve
 
 ROOT = Path(__file__).resolve().parents[3]
 PEERS = ROOT / "tests-integration"
@@ -43,14 +78,33 @@ GROUPS = [
     "approvals.v1",
     "cancellation.v1",
 ]
+INIT = json.dumps(
+    {
+        "schema_version": "1.0",
+        "type": "request",
+        "id": "init",
+        "correlation_id": "init",
+        "method": "connection/initialize",
+        "params": {"versions": ["1.0"], "capabilities": GROUPS},
+    },
+    separators=(",", ":"),
+).encode()
+# Servers: (row name, server mode, speaks the protocol). The first is the base.
+SERVERS = [
+    ("bare websockets", "bare", False),
+    ("ours (protocol)", "ours", True),
+    ("ours, core stubbed", "stub", True),
+    ("bare, same reply", "reply", False),
+]
 
 
 def ignore_requests(request: object) -> None:
     """``on_request`` for sessions that leave the Agent's requests (approvals) unanswered."""
 
 
-def request_bytes(i: int, size: int) -> str:
-    base = {
+def request_bytes(i: int, size: int) -> bytes:
+    """A valid ``project/event.receive`` of ``size`` bytes (at least 292)."""
+    base: dict[str, Any] = {
         "schema_version": "1.0",
         "type": "request",
         "id": f"b-{i}",
@@ -69,44 +123,12 @@ def request_bytes(i: int, size: int) -> str:
         },
     }
     pad = size - len(json.dumps(base, separators=(",", ":")))
-    base["params"]["event"]["payload"]["pad"] = "x" * max(pad, 0)  # type: ignore[index]
-    return json.dumps(base, separators=(",", ":"))
+    base["params"]["event"]["payload"]["pad"] = "x" * max(pad, 0)
+    return json.dumps(base, separators=(",", ":")).encode()
 
 
-async def measure(
-    url: str, token: str | None, size: int, rounds: int, protocol: bool
-) -> tuple[float, float, float]:
-    headers = [("Authorization", f"Bearer {token}")] if token else None
-    async with ws_connect(
-        url, additional_headers=headers, max_size=2**21, compression=None
-    ) as ws:
-        if protocol:
-            init = {
-                "schema_version": "1.0",
-                "type": "request",
-                "id": "init",
-                "correlation_id": "init",
-                "method": "connection/initialize",
-                "params": {"versions": ["1.0"], "capabilities": GROUPS},
-            }
-            await ws.send(json.dumps(init))
-            await ws.recv()
-        messages = [request_bytes(i, size) for i in range(rounds)]
-        rtts: list[float] = []
-        start = time.perf_counter()
-        for m in messages:
-            t0 = time.perf_counter()
-            await ws.send(m)
-            await ws.recv()
-            rtts.append(time.perf_counter() - t0)
-        elapsed = time.perf_counter() - start
-    rtts.sort()
-    p99 = rtts[min(len(rtts) - 1, int(len(rtts) * 0.99))]
-    return rounds / elapsed, statistics.median(rtts) * 1e6, p99 * 1e6
-
-
-def core_cost_us(size: int, rounds: int) -> float:
-    """Median in-process cost of the core alone: Server.receive of the request plus encode of the reply."""
+def _fresh_agent_server() -> Any:
+    """A core Server around a FakeAgent with its own state, initialized."""
     import samgita_protocol as core
 
     from samgita_protocol_websocket.fake_agent import AgentState, FakeAgent
@@ -115,21 +137,162 @@ def core_cost_us(size: int, rounds: int) -> float:
         closed = False
 
     server = core.Server(FakeAgent(AgentState(), _Conn()), capabilities=GROUPS)  # type: ignore[arg-type]
-    init = {
-        "schema_version": "1.0",
-        "type": "request",
-        "id": "init",
-        "correlation_id": "init",
-        "method": "connection/initialize",
-        "params": {"versions": ["1.0"], "capabilities": GROUPS},
-    }
-    server.receive(json.dumps(init))
+    server.receive_bytes(INIT)
+    return server
+
+
+def our_reply(size: int) -> bytes:
+    """The bytes our listener answers a request of ``size`` with (for the stub and 'same reply')."""
+    return bytes(_fresh_agent_server().receive_bytes(request_bytes(0, size))[0])
+
+
+def nearest_size(length: int) -> int:
+    """The benchmark size a message of ``length`` bytes was made for."""
+    return min(SIZES.values(), key=lambda s: abs(s - length))
+
+
+# -- the server processes --------------------------------------------------------------------
+
+
+async def _serve(mode: str, token: str) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if mode in ("bare", "reply"):
+        from websockets.asyncio.server import serve as ws_serve
+
+        replies = {size: our_reply(size) for size in SIZES.values()}
+
+        async def echo(ws: Any) -> None:
+            async for m in ws:
+                await ws.send(m)
+
+        async def reply(ws: Any) -> None:
+            while True:
+                try:
+                    m = await ws.recv(decode=False)
+                except Exception:
+                    return
+                await ws.send(replies[nearest_size(len(m))], text=True)
+
+        async with ws_serve(
+            echo if mode == "bare" else reply,
+            "127.0.0.1",
+            0,
+            compression=None,
+            max_size=2**21,
+            ping_interval=None,
+        ) as server:
+            print(f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/", flush=True)
+            await stop.wait()
+        return
+
+    import samgita_protocol as core
+
+    from samgita_protocol_websocket import serve
+    from samgita_protocol_websocket.fake_agent import AgentState, FakeAgent
+
+    if mode == "stub":
+        replies = {size: our_reply(size) for size in SIZES.values()}
+
+        class StubServer:
+            """Answers every message with our reply for its size, doing nothing else."""
+
+            def __init__(self, handler: Any, **options: Any) -> None:
+                self.capabilities = tuple(options.get("capabilities", ()))
+
+            def receive_bytes(self, data: bytes) -> list[bytes]:
+                return [replies[nearest_size(len(data))]]
+
+            # What an older connection loop calls (receive, then encode each).
+            receive = receive_bytes
+
+            def encode(self, message: bytes) -> bytes:
+                return message
+
+            def expire(self, now: float) -> list[Any]:
+                return []
+
+            def disconnect(self) -> list[Any]:
+                return []
+
+        core.Server = StubServer  # type: ignore[misc, assignment]
+
+    async with serve(
+        # Fresh Agent state per connection: the bench's distinct events are
+        # not all kept in one growing table (up to 100 MiB at 1 MiB).
+        lambda info: FakeAgent(AgentState(), info.connection),
+        host="127.0.0.1",
+        token=token,
+        ping_interval=None,
+    ) as listener:
+        print(listener.url, flush=True)
+        await stop.wait()
+
+
+def cpu_ns(pid: int) -> int | None:
+    """CPU time (ns) of every thread of ``pid`` so far, or None off Linux."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        return sum(
+            int(Path(f"/proc/{pid}/task/{t}/schedstat").read_text().split()[0])
+            for t in tasks
+        )
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# -- the load generator ----------------------------------------------------------------------
+
+
+async def measure(
+    url: str,
+    token: str | None,
+    size: int,
+    rounds: int,
+    protocol: bool,
+    pid: int | None = None,
+) -> tuple[float, float, float, float | None]:
+    """msgs/s, p50 us, p99 us and server CPU us per message of one run."""
+    headers = [("Authorization", f"Bearer {token}")] if token else None
+    messages = [request_bytes(i, size) for i in range(rounds)]
+    async with ws_connect(
+        url, additional_headers=headers, max_size=2**21, compression=None
+    ) as ws:
+        if protocol:
+            await ws.send(INIT, text=True)
+            await ws.recv(decode=False)
+        rtts: list[float] = []
+        cpu0 = cpu_ns(pid) if pid is not None else None
+        start = time.perf_counter()
+        for m in messages:
+            t0 = time.perf_counter()
+            await ws.send(m, text=True)
+            await ws.recv(decode=False)
+            rtts.append(time.perf_counter() - t0)
+        elapsed = time.perf_counter() - start
+        cpu1 = cpu_ns(pid) if pid is not None else None
+    rtts.sort()
+    p99 = rtts[min(len(rtts) - 1, int(len(rtts) * 0.99))]
+    cpu = None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / rounds / 1e3
+    return rounds / elapsed, statistics.median(rtts) * 1e6, p99 * 1e6, cpu
+
+
+def core_cost_us(size: int, rounds: int, pause: float = 0.0) -> float:
+    """Median in-process cost of the core alone, as the listener calls it:
+    ``Server.receive_bytes`` of the request's bytes.  ``pause``: seconds
+    slept before each call, as a server waits for the next message (its
+    caches are cold then, which costs the core about 3x at 256 B)."""
+    server = _fresh_agent_server()
+    receive = server.receive_bytes
+    messages = [request_bytes(i, size) for i in range(rounds)]
     costs = []
-    for i in range(rounds):
-        m = request_bytes(i, size)
+    for m in messages:
+        if pause:
+            time.sleep(pause)
         t0 = time.perf_counter()
-        for reply in server.receive(m):
-            core.encode(reply)
+        receive(m)
         costs.append(time.perf_counter() - t0)
     return statistics.median(costs) * 1e6
 
@@ -196,91 +359,149 @@ async def idle_memory(token: str, connections: int) -> float:
     return (after - before) / connections
 
 
+def _start(
+    argv: list[str], cwd: Path | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, text=True)  # noqa: S603
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+Run = tuple[float, float, float, float | None]
+
+
+def _median(values: list[float | None]) -> float | None:
+    if any(v is None for v in values):
+        return None
+    return statistics.median(v for v in values if v is not None)
+
+
+def _ratio(runs: list[Run], base: list[Run], k: int) -> str:
+    """Median (range) over the rounds of the per-round ratio of column ``k``."""
+    values = []
+    for a, b in zip(runs, base, strict=True):
+        x, y = a[k], b[k]
+        if x is None or not y:
+            return "n/a"
+        values.append(x / y)
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def report(
+    label: str, size: int, names: list[str], runs: dict[str, list[Run]], n: int
+) -> None:
+    base = runs[names[0]]
+    for name in names:
+        rs = runs[name]
+        cols = [_median([r[k] for r in rs]) for k in range(4)]
+        print(
+            f"{label:>7} {name:>18} {_fmt(cols[0], '8.0f')} {_fmt(cols[1], '8.0f')}"
+            f" {_fmt(cols[2], '8.0f')} {_fmt(cols[3], '10.1f')}"
+            + "".join(
+                f" {_ratio(rs, base, k):>{w}}"
+                for k, w in zip(range(4), (14, 11, 11, 11), strict=True)
+            )
+        )
+    core = core_cost_us(size, min(n, 300))
+    core_cold = core_cost_us(size, min(n, 300), pause=0.0003)
+
+    def cpu(name: str) -> float | None:
+        return _median([r[3] for r in runs[name]]) if name in runs else None
+
+    ours, stub, reply, bare = (
+        cpu("ours (protocol)"),
+        cpu("ours, core stubbed"),
+        cpu("bare, same reply"),
+        cpu("bare websockets"),
+    )
+
+    def diff(a: float | None, b: float | None) -> str:
+        return "n/a" if a is None or b is None else f"{a - b:.1f}"
+
+    print(
+        f"{label:>7} split of the CPU per message ({len(request_bytes(0, size))} B"
+        f" request): ours - bare echo {diff(ours, bare)} us = core (ours - ours with"
+        f" the core stubbed) {diff(ours, stub)} + transport layer (stubbed - bare with"
+        f" the same reply) {diff(stub, reply)} + (bare with the same reply - bare echo,"
+        f" the echo's own sending) {diff(reply, bare)}; the core's receive_bytes alone"
+        f" in this process: {core:.1f} us back to back, {core_cold:.1f} us after a"
+        f" 0.3 ms pause as in a server"
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=2000)
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="alternating rounds per size"
+    )
+    parser.add_argument(
+        "--messages",
+        type=int,
+        default=2000,
+        help="messages per run (1 MiB: a twentieth, at least 50)",
+    )
     parser.add_argument("--connections", type=int, default=1000)
+    parser.add_argument(
+        "--no-memory", action="store_true", help="skip the idle-memory run"
+    )
     args = parser.parse_args()
     token = secrets.token_urlsafe(16)
+    me = [sys.executable, str(Path(__file__).resolve()), "--serve"]
 
-    from samgita_protocol_websocket import serve
-    from samgita_protocol_websocket.fake_agent import AgentState, FakeAgent
-
-    async def echo(ws: object) -> None:
-        async for m in ws:  # type: ignore[attr-defined]
-            await ws.send(m)  # type: ignore[attr-defined]
-
-    node = shutil.which("node")
-    node_proc = None
-    if node and (PEERS / "node_modules" / "ws").is_dir():
-        node_proc = subprocess.Popen(  # noqa: ASYNC220
-            [node, str(PEERS / "ws_server_peer.mjs"), token, "echo"],
-            cwd=PEERS,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert node_proc.stdout is not None
-        node_url = f"ws://127.0.0.1:{node_proc.stdout.readline().strip()}/app-server"
-    else:
-        print("note: node or tests-integration/node_modules/ws missing: no Node column")
+    servers: list[tuple[str, str, bool, subprocess.Popen[str]]] = []
     try:
-        async with (
-            serve(
-                FakeAgent.factory(AgentState()),
-                host="127.0.0.1",
-                token=token,
-                ping_interval=None,
-            ) as ours,
-            ws_serve(
-                echo,
-                "127.0.0.1",
-                0,
-                compression=None,
-                max_size=2**21,
-                ping_interval=None,
-            ) as bare,
-        ):
-            bare_url = f"ws://127.0.0.1:{bare.sockets[0].getsockname()[1]}/"
-            print(
-                f"{'size':>7} {'server':>18} {'msgs/s':>9} {'p50 us':>9} {'p99 us':>9} {'x bare msgs/s':>14} {'x bare p50':>11} {'x bare p99':>11}"
+        for name, mode, proto in SERVERS:
+            proc, url = _start([*me, mode, token])
+            servers.append((name, url, proto, proc))
+        node = shutil.which("node")
+        if node and (PEERS / "node_modules" / "ws").is_dir():
+            proc, port = _start(
+                [node, str(PEERS / "ws_server_peer.mjs"), token, "echo"], PEERS
             )
-            for label, size in SIZES.items():
-                rounds = args.rounds if size < 100_000 else max(50, args.rounds // 20)
-                # Alternate the servers twice and keep the better run of each (noise on a shared machine).
-                runs: dict[str, tuple[float, float, float]] = {}
-                for _ in range(2):
-                    targets = [
-                        ("bare websockets", bare_url, None, False),
-                        ("ours (protocol)", ours.url, token, True),
-                    ]
-                    if node_proc is not None:
-                        targets.append(("node ws", node_url, token, False))
-                    for name, url, tok, proto in targets:
-                        r = await measure(url, tok, size, rounds, proto)
-                        if name not in runs or r[0] > runs[name][0]:
-                            runs[name] = r
-                base = runs["bare websockets"]
-                for name, (rate, p50, p99) in runs.items():
-                    print(
-                        f"{label:>7} {name:>18} {rate:9.0f} {p50:9.0f} {p99:9.0f} {rate / base[0]:14.2f} "
-                        f"{p50 / base[1]:11.2f} {p99 / base[2]:11.2f}"
+            servers.insert(
+                2, ("node ws", f"ws://127.0.0.1:{port}/app-server", False, proc)
+            )
+        else:
+            print(
+                "note: node or tests-integration/node_modules/ws missing: no Node row"
+            )
+        print(
+            f"{'size':>7} {'server':>18} {'msgs/s':>8} {'p50 us':>8} {'p99 us':>8} {'CPU us/msg':>10}"
+            f" {'x bare msgs/s':>14} {'x bare p50':>11} {'x bare p99':>11} {'x bare CPU':>11}"
+        )
+        for label, size in SIZES.items():
+            n = args.messages if size < 100_000 else max(50, args.messages // 20)
+            for _name, url, proto, proc in servers:  # warm-up, not counted
+                await measure(url, token, size, max(10, n // 10), proto, proc.pid)
+            runs: dict[str, list[tuple[float, float, float, float | None]]] = {
+                s[0]: [] for s in servers
+            }
+            for r in range(args.rounds):
+                # Rotate the order so no server always runs right after another.
+                order = servers[r % len(servers) :] + servers[: r % len(servers)]
+                for name, url, proto, proc in order:
+                    runs[name].append(
+                        await measure(url, token, size, n, proto, proc.pid)
                     )
-                cost = core_cost_us(size, min(rounds, 200))
-                extra = runs["ours (protocol)"][1] - base[1]
-                print(
-                    f"{label:>7} core Server.receive + encode alone: {cost:.0f} us of the {extra:.0f} us "
-                    f"our p50 adds to bare websockets (transport layer: {extra - cost:.0f} us)"
-                )
+            report(label, size, [srv[0] for srv in servers], runs, n)
     finally:
-        if node_proc is not None:
-            node_proc.terminate()
-            node_proc.wait(10)
-    per = await idle_memory(token, args.connections)
-    print(
-        f"memory per idle initialized connection (listener RSS delta / {args.connections}): {per:.1f} KiB"
-    )
+        for *_, proc in servers:
+            proc.terminate()
+            proc.wait(10)
+    if not args.no_memory:
+        per = await idle_memory(token, args.connections)
+        print(
+            f"memory per idle initialized connection (listener RSS delta / {args.connections}): {per:.1f} KiB"
+        )
 
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    asyncio.run(main())
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve":
+        asyncio.run(_serve(sys.argv[2], sys.argv[3]))
+    else:
+        asyncio.run(main())

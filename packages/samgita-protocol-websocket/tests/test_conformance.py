@@ -422,6 +422,80 @@ def test_truncated_utf8_at_end_of_fragmented_message_1007(ws: RawClient) -> None
     assert ws.read_close() == 1007
 
 
+# The listener takes text messages as bytes (websockets does not decode them)
+# and the core's decode checks every byte: invalid UTF-8 anywhere in an
+# otherwise valid request, where a JSON parser might skip it, is still 1007.
+_INIT = (
+    b'{"schema_version":"1.0","type":"request","id":"i","correlation_id":"i",'
+    b'"method":"connection/initialize","params":{"versions":["1.0"],'
+    b'"capabilities":["project_events.v1"]}}'
+)
+_EVENT = (
+    b'{"schema_version":"1.0","type":"request","id":"r1","correlation_id":"r1",'
+    b'"method":"project/event.receive","command_id":"c1","params":{"event":'
+    b'{"event_id":"e1","delivery_attempt_id":"a","created_at":"2026-12-03T10:00:00Z",'
+    b'"correlation_id":"c","event_type":"t","payload":{"k":"v"}}}}'
+)
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["string-value", "key", "unknown-member", "free-form-value", "after-the-json"],
+)
+@pytest.mark.parametrize(
+    "bad",
+    [b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82"],
+    ids=["ff", "overlong", "surrogate", "above-10ffff", "truncated"],
+)
+def test_invalid_utf8_inside_a_request_1007(
+    ws: RawClient, where: str, bad: bytes
+) -> None:
+    ws.send(frame(TEXT, _INIT))
+    assert b'"result"' in ws.read_until(TEXT)
+    message = {
+        "string-value": _EVENT.replace(
+            b'"event_type":"t"', b'"event_type":"t' + bad + b'"'
+        ),
+        "key": _EVENT.replace(b'{"k":"v"}', b'{"k' + bad + b'":"v"}'),
+        "unknown-member": _EVENT.replace(b'"method"', b'"x":"' + bad + b'","method"'),
+        "free-form-value": _EVENT.replace(b'{"k":"v"}', b'{"k":["' + bad + b'"]}'),
+        "after-the-json": _EVENT + b" " + bad,
+    }[where]
+    assert message != _EVENT
+    ws.send(frame(TEXT, message))
+    assert ws.read_close() == 1007
+
+
+def test_invalid_utf8_split_across_fragments_inside_a_request_1007(
+    ws: RawClient,
+) -> None:
+    ws.send(frame(TEXT, _INIT))
+    assert b'"result"' in ws.read_until(TEXT)
+    message = _EVENT.replace(
+        b'"event_type":"t"', b'"event_type":"t\xe2\x82\xac\xed\xa0\x80"'
+    )
+    cut = message.index(b"\xe2") + 1
+    ws.send(frame(TEXT, message[:cut], fin=False) + frame(CONT, message[cut:]))
+    assert ws.read_close() == 1007
+
+
+def test_valid_non_ascii_request_answered(ws: RawClient) -> None:
+    ws.send(frame(TEXT, _INIT))
+    assert b'"result"' in ws.read_until(TEXT)
+    message = _EVENT.replace(b'{"k":"v"}', '{"k€":"v𝄞"}'.encode())
+    cut = message.index(b"\xe2") + 1  # split inside the euro sign
+    ws.send(frame(TEXT, message[:cut], fin=False) + frame(CONT, message[cut:]))
+    assert b'"received"' in ws.read_until(TEXT)
+
+
+def test_text_before_binary_answered_then_1003(ws: RawClient) -> None:
+    # Messages are taken as bytes; the connection class remembers which one
+    # was binary, so what came before it is still answered first.
+    ws.send(frame(TEXT, _INIT) + frame(BINARY, b"{}") + frame(TEXT, _EVENT))
+    assert b'"result"' in ws.read_until(TEXT)
+    assert ws.read_close() == 1003
+
+
 # --- close handshake ------------------------------------------------------------------------
 
 

@@ -427,14 +427,15 @@ def test_listener_writer_send_is_bounded_by_send_timeout_and_one_send_at_a_time(
 def test_fake_agent_closes_1011_when_a_stream_event_cannot_be_sent() -> None:
     def make(info: Any) -> Any:
         conn = info.connection
-        real = conn.send_message
+        real = conn.send_encoded
 
-        async def refusing(message: Any) -> None:
-            if getattr(message, "method", None) == "item/delta":
+        # Streamed events go out as the bytes the Replay validated.
+        async def refusing(data: bytes) -> None:
+            if b'"method":"item/delta"' in data:
                 raise core.ProtocolError(core.ErrorCode.MESSAGE_TOO_LARGE, "too big")
-            await real(message)
+            await real(data)
 
-        conn.send_message = refusing
+        conn.send_encoded = refusing
         return factory()(info)
 
     async def main() -> None:

@@ -1,11 +1,25 @@
 """One accepted connection: a fresh core ``Server`` driven by the socket.
 
 The loop is short on purpose (the style of ``websockets.asyncio.connection``):
-a reader feeds each text message to ``Server.receive`` and queues what comes
-back; a writer drains the bounded outbound queue into the socket; a ticker
-drives the core's timers with ``expire(now)``.  Nothing here interprets the
-protocol: the core decides, this module moves bytes and applies the
-transport's bounds.
+a reader feeds each text message to ``Server.receive_bytes`` and sends what
+comes back; a writer drains the bounded outbound queue into the socket; a
+ticker drives the core's timers with ``expire(now)``.  Nothing here
+interprets the protocol: the core decides, this module moves bytes and
+applies the transport's bounds.
+
+Per message the reader does as little as it can (bench/transport.py measures
+it): it takes the message as bytes (``recv(decode=False)``: no UTF-8 decode
+into a ``str`` that the core would encode again), hands them to
+``receive_bytes``, and sends the bytes the core validated when it built the
+reply, from the reader's own task when nothing else is queued or being
+sent (no hop through the writer task).  Text frames must still be UTF-8
+(RFC 6455 section 8.1): ``websockets`` checks nothing when it is not asked
+to decode, and the core's decode checks every byte of the message, inside
+strings and out (``invalid_utf8``, ``samgita_protocol.decode`` step 2, before
+anything is parsed or answered), so a message the core refuses with
+``invalid_utf8`` is closed 1007.  Binary messages are still told apart (close
+1003) by the listener's connection class, which notes where the first
+binary message starts (``_listener.TextConnection``).
 
 Backpressure: the outbound queue holds at most ``max_outbound_messages``
 encoded messages, and ``websockets`` buffers at most ``write_limit`` bytes
@@ -26,8 +40,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import samgita_protocol as core
 from websockets.asyncio.server import ServerConnection
@@ -37,13 +51,48 @@ from ._auth import ConnectionInfo
 from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger
 
+if TYPE_CHECKING:
+    from ._listener import TextConnection
+
 __all__ = ["AgentConnection", "run_connection"]
 
 NOT_READING = "peer is not reading (outbound queue full)"
+_NOT_STARTED: Any = object()
 
 
-class _Closed(Exception):
-    pass
+class _Resume:
+    """Await the rest of a coroutine that ``coro.send(None)`` already started.
+
+    ``step`` is what its first ``send`` yielded (the future it waits for); the
+    task waits for it, and everything after (results, ``CancelledError`` of a
+    timeout) is passed on exactly as ``await`` would.  Used so that a send that
+    completes without waiting, the common case, costs no ``asyncio.timeout``.
+    """
+
+    __slots__ = ("_coro", "_step")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], step: Any) -> None:
+        self._coro = coro
+        self._step = step
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        coro, step = self._coro, self._step
+        while True:
+            try:
+                sent = yield step
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # CancelledError included: pass it on
+                try:
+                    step = coro.throw(exc)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    step = coro.send(sent)
+                except StopIteration:
+                    return
 
 
 class AgentConnection:
@@ -62,8 +111,10 @@ class AgentConnection:
         max_outbound_messages: int,
         send_timeout: float,
         logger: RedactingLogger,
+        max_message_bytes: int = 1_048_576,
     ) -> None:
         self._ws = ws
+        self._max_message_bytes = max_message_bytes
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(max_outbound_messages)
         self._send_timeout = send_timeout
         self._logger = logger
@@ -139,6 +190,29 @@ class AgentConnection:
         data = core.encode(message) if server is None else server.encode(message)
         await self._enqueue(data)
 
+    async def send_encoded(self, data: bytes) -> None:
+        """Send (or queue) one message given as the wire bytes the core validated.
+
+        For bytes the core already validated when it built the message
+        (``Replay.encode`` of an event ``Replay.append`` just returned,
+        ``Server.encode``), so they are not encoded and validated again; they
+        are sent as they are, so pass nothing else.  Raises ``TypeError`` for
+        anything but ``bytes``, ``ProtocolError`` (``message_too_large``,
+        origin ``local``) above the listener's ``max_size``,
+        ``ConnectionError`` when the connection is closed or the peer is not
+        reading.
+        """
+        if type(data) is not bytes:
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        if len(data) > self._max_message_bytes:
+            raise core.ProtocolError(
+                core.ErrorCode.MESSAGE_TOO_LARGE,
+                f"message is larger than {self._max_message_bytes} bytes",
+                data={"bytes": len(data), "max": self._max_message_bytes},
+                origin="local",
+            )
+        await self._enqueue(data)
+
     async def close(self, code: int = CloseCode.NORMAL, reason: str = "") -> None:
         """Close the connection with ``code`` and ``reason`` (RFC 6455 section 7.4)."""
         if self._close_reason is None:
@@ -152,14 +226,17 @@ class AgentConnection:
             raise ConnectionError("connection closed")
 
     async def _enqueue(self, data: bytes) -> None:
-        self._check_open()
+        if self._closed.is_set():
+            raise ConnectionError("connection closed")
         if self._inflight == 0 and self._queue.empty():
             # Nothing is waiting and nobody is writing: send from this task and
             # save the hop through the writer task (order is kept, since the
-            # queue is empty and this producer waits for its own send).
+            # queue is empty and this producer waits for its own send).  With
+            # _inflight 0 nobody is in _send or waiting for its lock, so the
+            # lock is free (see _send_free).
             self._inflight += 1
             try:
-                await self._send(data)
+                await self._send_free(data)
             finally:
                 self._inflight -= 1
             return
@@ -175,17 +252,57 @@ class AgentConnection:
             await self._not_reading()
 
     async def _send(self, data: bytes) -> None:
-        # One message in ws.send at a time, bounded by send_timeout.
-        async with self._send_lock:
-            self._check_open()
-            try:
-                async with asyncio.timeout(self._send_timeout):
-                    await self._ws.send(data, text=True)
-            except TimeoutError:
-                await self._not_reading()
-            except ConnectionClosed:
-                self._closed.set()
-                raise ConnectionError("connection closed") from None
+        # The writer's send: one message in ws.send at a time, each bounded
+        # by send_timeout.  Every sender (_enqueue's direct path, the writer)
+        # counts itself in _inflight first and the direct path runs only when
+        # _inflight was 0, so the lock is contended only between the writer
+        # and one direct sender; when it is free nobody waits for it.
+        self._check_open()
+        lock = self._send_lock
+        if lock.locked():
+            async with lock:
+                self._check_open()
+                await self._bounded(self._ws.send(data, text=True), _NOT_STARTED)
+            return
+        await self._send_free(data)
+
+    async def _send_free(self, data: bytes) -> None:
+        # A send while the lock is free and nobody waits for it (see _send).
+        # ws.send writes the frame and returns without waiting unless the
+        # write buffer is above write_limit (or the connection is closing):
+        # so it is started here without the lock, and only a send that does
+        # wait takes the lock (free, so at once, before anyone else can run)
+        # and an asyncio.timeout for the rest of its wait.  The bound is the
+        # same as for a send that waits from the start; the common case costs
+        # neither (an asyncio.timeout alone is a few microseconds).
+        coro = self._ws.send(data, text=True)
+        try:
+            step = coro.send(None)
+        except StopIteration:
+            return
+        except ConnectionClosed:
+            self._closed.set()
+            raise ConnectionError("connection closed") from None
+        try:
+            async with self._send_lock:
+                await self._bounded(coro, step)
+        finally:
+            coro.close()  # finished already, unless the lock wait was cancelled
+
+    async def _bounded(self, coro: Coroutine[Any, Any, None], step: Any) -> None:
+        # The (rest of the) send, bounded by send_timeout; ``step`` is what
+        # coro yielded when it was already started (a bare yield is None).
+        try:
+            async with asyncio.timeout(self._send_timeout):
+                if step is _NOT_STARTED:
+                    await coro
+                else:
+                    await _Resume(coro, step)
+        except TimeoutError:
+            await self._not_reading()
+        except ConnectionClosed:
+            self._closed.set()
+            raise ConnectionError("connection closed") from None
 
     async def _not_reading(self) -> None:
         if self._close_reason == NOT_READING:
@@ -238,7 +355,7 @@ def _now() -> float:
 
 
 async def run_connection(
-    ws: ServerConnection,
+    ws: TextConnection,
     *,
     handler_factory: Callable[[ConnectionInfo], Any],
     info_fields: Mapping[str, Any],
@@ -256,6 +373,7 @@ async def run_connection(
         max_outbound_messages=max_outbound_messages,
         send_timeout=send_timeout,
         logger=logger,
+        max_message_bytes=max_message_bytes,
     )
     info = ConnectionInfo(connection=conn, **info_fields)
     try:
@@ -276,26 +394,47 @@ async def run_connection(
     server = conn._server
     writer = asyncio.create_task(conn._writer())
     ticker = asyncio.create_task(_tick(server, tick))
+    # Bound once: this runs for every message.
+    recv = ws.recv
+    receive_bytes = server.receive_bytes
+    enqueue = conn._enqueue
+    protocol_error = core.ProtocolError
+    received = 0
     try:
-        async for message in ws:
-            if not isinstance(message, str):
+        while True:
+            try:
+                # Bytes, text or binary alike (no str decode, see the module
+                # docstring); ws.first_binary says which message was binary.
+                data = await recv(decode=False)
+            except ConnectionClosed:
+                break
+            received += 1
+            if received == ws.first_binary:
                 await conn.close(CloseCode.UNSUPPORTED_DATA, "text frames only")
                 break
             try:
-                replies = server.receive(message)
-            except core.ProtocolError as exc:
-                integrity = stream_integrity_reason(exc.code)
+                replies = receive_bytes(data)
+            except protocol_error as exc:
+                code = exc.code
+                if code == "invalid_utf8":
+                    # Not UTF-8: RFC 6455 section 8.1 (websockets' own check
+                    # when it decodes, now the core's).
+                    await conn.close(
+                        CloseCode.INVALID_PAYLOAD, "invalid UTF-8 in a text message"
+                    )
+                    break
+                integrity = stream_integrity_reason(code)
                 if integrity is not None:
                     # A stream event the peer skipped or changed: never
                     # swallowed; the connection ends (disconnect semantics).
-                    logger.warning("closing connection: %s", exc.code)
+                    logger.warning("closing connection: %s", code)
                     await conn.close(CloseCode.PROTOCOL_ERROR, integrity)
                     break
                 # Input the core could not attribute to a request: nothing to answer.
-                logger.debug("dropped unanswerable input: %s", exc.code)
+                logger.debug("dropped unanswerable input: %s", code)
                 continue
             for reply in replies:
-                await conn.send_message(reply)
+                await enqueue(reply)
     except (ConnectionClosed, ConnectionError):
         pass
     finally:

@@ -292,6 +292,9 @@ class FakeAgent(core.Handler):
     async def _emit(self, entry: _Turn, method: str, params: Any) -> None:
         ephemeral = core.Notification(method=method, params=params)
         notification = entry.replay.append(ephemeral)
+        # The bytes append validated: every subscriber gets them without a
+        # second encode (Replay.encode hands them out once; kept here).
+        wire: bytes | None = None
         group = core.METHODS[method].group
         for conn in list(entry.subscribers):
             if conn.closed:
@@ -300,10 +303,15 @@ class FakeAgent(core.Handler):
             negotiated = conn.server.capabilities
             if group not in negotiated:
                 continue  # retained for stream/resume; this peer did not negotiate the group
-            # Without streaming.v1 a peer cannot resume, so it gets the event unsequenced.
-            message = notification if "streaming.v1" in negotiated else ephemeral
             try:
-                await conn.send_message(message)
+                if "streaming.v1" in negotiated:
+                    if wire is None:
+                        wire = entry.replay.encode(notification)
+                    await conn.send_encoded(wire)
+                else:
+                    # Without streaming.v1 a peer cannot resume, so it gets
+                    # the event unsequenced.
+                    await conn.send_message(ephemeral)
             except ConnectionError:
                 entry.subscribers.discard(conn)
             except core.ProtocolError as exc:
