@@ -416,9 +416,9 @@ async def run_connection(
                 replies = receive_bytes(data)
             except protocol_error as exc:
                 code = exc.code
-                if code == "invalid_utf8":
+                if code == "invalid_utf8" and exc.origin == "peer":
                     # Not UTF-8: RFC 6455 section 8.1 (websockets' own check
-                    # when it decodes, now the core's).
+                    # when it decodes, now the core's decode of the bytes).
                     await conn.close(
                         CloseCode.INVALID_PAYLOAD, "invalid UTF-8 in a text message"
                     )
