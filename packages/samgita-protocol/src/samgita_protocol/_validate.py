@@ -168,7 +168,7 @@ def needs_walk(cls: type[msgspec.Struct], ascii_input: bool) -> bool:
 # -- calendar ---------------------------------------------------------------------
 
 _TIMESTAMP: Final = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]{1,9})?Z"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?Z"
 )
 
 
@@ -180,17 +180,19 @@ def _days_ok(year: int, month: int, day: int) -> bool:
 
 
 def _timestamp_ok(value: str) -> bool:
-    m = _TIMESTAMP.fullmatch(value)
-    if m is None:
+    if _TIMESTAMP.fullmatch(value) is None:
         return False
-    year, month, day, hour, minute, second = (int(g) for g in m.groups())
+    # The match fixed every position of YYYY-MM-DDTHH:MM:SS as ASCII digits,
+    # so two-digit fields compare as strings (no int() for them).
+    year = int(value[0:4])
+    month = int(value[5:7])
     return (
         year >= 1  # no year 0000 in the (proleptic Gregorian) calendar
         and 1 <= month <= 12
-        and _days_ok(year, month, day)
-        and hour <= 23
-        and minute <= 59
-        and second <= 59
+        and _days_ok(year, month, int(value[8:10]))
+        and value[11:13] <= "23"
+        and value[14:16] <= "59"
+        and value[17:19] <= "59"
     )
 
 
