@@ -1,14 +1,19 @@
-"""The listener's send path: a send that does not wait, one that does, and send_encoded."""
+"""The per message paths: the listener's send (a send that does not wait, one
+that does, send_encoded) and the client session taking messages as bytes
+(the core's UTF-8 check closes 1007, a binary message 1003)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 import samgita_protocol as core
+from websockets.asyncio.server import serve as ws_serve
+from websockets.exceptions import ConnectionClosed
 
-from samgita_protocol_websocket import connect, serve
+from samgita_protocol_websocket import CloseCode, connect, serve
 from samgita_protocol_websocket._server_loop import _Resume
 from samgita_protocol_websocket.fake_agent import AgentState, FakeAgent
 
@@ -104,5 +109,80 @@ def test_send_encoded_checks_type_and_size_and_sends() -> None:
                     await conn.send_encoded(b"x" * 4097)
                 assert info.value.code == "message_too_large"
                 assert info.value.origin == "local"
+
+    asyncio.run(asyncio.wait_for(main(), 20))
+
+
+_GOOD = (
+    b'{"schema_version":"1.0","type":"notification","method":"thread/closed",'
+    b'"params":{"thread_id":"t"}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("frames", "code"),
+    [
+        # Invalid UTF-8 where a JSON parser could skip it: in a string value
+        # and in an unknown member, each after a valid message.
+        ([_GOOD, _GOOD.replace(b'"t"', b'"t\xed\xa0\x80"')], CloseCode.INVALID_PAYLOAD),
+        (
+            [_GOOD, _GOOD.replace(b'"params"', b'"x":"\xff","params"')],
+            CloseCode.INVALID_PAYLOAD,
+        ),
+        ([b"\xc0\xaf"], CloseCode.INVALID_PAYLOAD),
+        # A binary message after a text one: the text is still delivered.
+        ([_GOOD, "binary"], CloseCode.UNSUPPORTED_DATA),
+    ],
+    ids=["surrogate-in-string", "ff-in-unknown-member", "overlong", "binary"],
+)
+def test_client_takes_bytes_and_closes_1007_or_1003(
+    frames: list[Any], code: int
+) -> None:
+    seen: list[int | None] = []
+
+    async def raw_server(ws: Any) -> None:
+        try:
+            async for text in ws:
+                msg = json.loads(text)
+                if msg["method"] == "connection/initialize":
+                    await ws.send(
+                        json.dumps(
+                            {
+                                "schema_version": "1.0",
+                                "type": "response",
+                                "id": msg["id"],
+                                "correlation_id": msg["correlation_id"],
+                                "result": {
+                                    "version": "1.0",
+                                    "capabilities": ["sessions.v1"],
+                                    "connection_id": "c",
+                                    "host_id": "h",
+                                },
+                            }
+                        )
+                    )
+                    for f in frames:
+                        if f == "binary":
+                            await ws.send(b"{}")
+                        else:
+                            # websockets sends bytes as text without checking them.
+                            await ws.send(f, text=True)
+        except ConnectionClosed:
+            pass
+        seen.append(ws.close_code)
+
+    async def main() -> None:
+        async with ws_serve(raw_server, "127.0.0.1", 0) as srv:
+            port = srv.sockets[0].getsockname()[1]
+            async with connect(
+                f"ws://127.0.0.1:{port}/app-server",
+                token="tok",
+                capabilities=["sessions.v1"],
+            ) as s:
+                await asyncio.wait_for(s.wait_disconnected(), 5)
+                assert s.close_code == code
+                got = s.take_notifications()
+                assert [n.method for n in got] == ["thread/closed"] * (len(frames) - 1)
+        assert seen == [code]
 
     asyncio.run(asyncio.wait_for(main(), 20))

@@ -36,9 +36,8 @@ from websockets.asyncio.server import Server as _WsServer
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as _ws_serve
 from websockets.datastructures import Headers
-from websockets.frames import Frame, Opcode
 from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS, Request, Response
-from websockets.protocol import Event, State
+from websockets.protocol import State
 
 from ._auth import Authenticator, BearerTokenAuthenticator, ConnectionInfo, request_view
 from ._checks import (
@@ -53,8 +52,9 @@ from ._checks import (
     pick_alias,
 )
 from ._redact import RedactingLogger, Secret
+from ._textconn import TextConnection
 
-__all__ = ["Listener", "TextConnection", "serve"]
+__all__ = ["Listener", "serve"]
 
 DEFAULT_MAX_SIZE: Final = 1_048_576
 """1 MiB, the core's message bound: a larger frame is closed 1009 before it is decoded."""
@@ -83,37 +83,6 @@ def _respond(
     connection: ServerConnection, status: http.HTTPStatus, text: str
 ) -> Response:
     return connection.respond(status, text + "\n")
-
-
-class TextConnection(ServerConnection):
-    """The listener's ``ServerConnection``: notes which message is the first binary one.
-
-    The connection loop takes every message as bytes (``recv(decode=False)``,
-    so a text message is not decoded into a ``str`` the core would encode
-    again), which no longer tells text from binary; this class counts the
-    messages as their first frame arrives (``websockets`` passes each frame
-    here before it queues it, in order) and keeps the number of the first
-    binary one in ``first_binary`` (0 while there is none), so the loop
-    answers it with 1003 when it gets there, after the text messages before
-    it, as before.  Internal (``serve`` uses it through ``websockets``'
-    ``create_connection``).
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.messages_started = 0
-        self.first_binary = 0
-
-    def process_event(self, event: Event) -> None:
-        if type(event) is Frame:
-            opcode = event.opcode
-            if opcode is Opcode.TEXT:
-                self.messages_started += 1
-            elif opcode is Opcode.BINARY:
-                self.messages_started += 1
-                if not self.first_binary:
-                    self.first_binary = self.messages_started
-        super().process_event(event)
 
 
 class _Policy:

@@ -19,7 +19,7 @@ strings and out (``invalid_utf8``, ``samgita_protocol.decode`` step 2, before
 anything is parsed or answered), so a message the core refuses with
 ``invalid_utf8`` is closed 1007.  Binary messages are still told apart (close
 1003) by the listener's connection class, which notes where the first
-binary message starts (``_listener.TextConnection``).
+binary message starts (``_textconn.TextConnection``).
 
 Backpressure: the outbound queue holds at most ``max_outbound_messages``
 encoded messages, and ``websockets`` buffers at most ``write_limit`` bytes
@@ -52,7 +52,7 @@ from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger
 
 if TYPE_CHECKING:
-    from ._listener import TextConnection
+    from ._textconn import TextConnection
 
 __all__ = ["AgentConnection", "run_connection"]
 

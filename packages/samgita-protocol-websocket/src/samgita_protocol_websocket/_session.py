@@ -42,6 +42,7 @@ from ._checks import (
 from ._client_policy import HandshakeRejected, NoRedirectConnect, check_url
 from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger, Secret
+from ._textconn import TextClientConnection
 
 __all__ = ["Session", "connect"]
 
@@ -143,6 +144,7 @@ class Session:
                 write_limit=owner._write_limit,
                 logger=owner._logger,
                 ssl=owner._ssl,
+                create_connection=TextClientConnection,
             )
         except InvalidStatus as exc:
             code = exc.response.status_code
@@ -420,14 +422,31 @@ class Session:
 
     async def _read(self, ws: ClientConnection) -> None:
         logger = self._owner._logger
+        # Messages are taken as bytes, text or binary alike: no str decode for
+        # the core to encode again (its decode checks the UTF-8, 1007 below);
+        # the connection class notes which message was binary (1003).
+        notes = ws if isinstance(ws, TextClientConnection) else None
+        received = 0
         try:
-            async for message in ws:
-                if not isinstance(message, str):
+            while True:
+                try:
+                    message = await ws.recv(decode=False)
+                except ConnectionClosed:
+                    break
+                received += 1
+                if notes is not None and received == notes.first_binary:
                     await ws.close(CloseCode.UNSUPPORTED_DATA, "text frames only")
                     break
                 try:
                     effects = self._client.receive(message)
                 except core.ProtocolError as exc:
+                    if exc.code == core.ErrorCode.INVALID_UTF8 and exc.origin == "peer":
+                        # RFC 6455 section 8.1 (websockets' own check when it
+                        # decodes, now the core's decode of the bytes).
+                        await ws.close(
+                            CloseCode.INVALID_PAYLOAD, "invalid UTF-8 in a text message"
+                        )
+                        break
                     if exc.code == core.ErrorCode.LIMIT_EXCEEDED:
                         # A state event cannot be buffered and must not be dropped.
                         logger.warning("closing connection: %s", exc)
