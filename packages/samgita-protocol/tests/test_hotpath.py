@@ -6,6 +6,9 @@ gives."""
 from __future__ import annotations
 
 import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -19,9 +22,12 @@ from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._hotpath import (
     RESPONSE_PREFIX,
     RESULT_PLANS,
+    SEND_PLANS,
     WIRE_CACHE_ENTRIES,
     WireCache,
     checked_response,
+    checked_wire,
+    send_wire,
     typed_response,
 )
 from samgita_protocol._jsonscan import MAX_DEPTH
@@ -30,6 +36,8 @@ from samgita_protocol._schema import (
     ApprovalRequestResult,
     CancelResult,
     EventReceiveResult,
+    Notification,
+    Request,
     Response,
     decode_result,
 )
@@ -421,3 +429,124 @@ def test_replay_encode_hands_out_the_appended_bytes() -> None:
     )
     with pytest.raises(ProtocolError):
         replay.encode(bad)
+
+
+# -- the send shortcut (checked_wire) against encode -----------------------------
+
+_FIXTURES = Path(__file__).parent / "schemas" / "1.0" / "fixtures" / "accepted"
+
+
+def _built_messages() -> list[Request | Notification]:
+    """Every accepted request and notification fixture, decoded: what a
+    side builds around its method's params Struct."""
+    found: list[Request | Notification] = []
+    for path in sorted(_FIXTURES.glob("*.json")):
+        message = decode(path.read_bytes())
+        if isinstance(message, Request | Notification):
+            found.append(message)
+    assert len(found) >= 20
+    return found
+
+
+BUILT = _built_messages()
+
+
+def _same_as_encode(message: Request | Notification, max_bytes: int = 1 << 20) -> None:
+    """checked_wire gives encode's bytes or nothing; never accepts what
+    encode refuses."""
+    plan = SEND_PLANS.get(message.method) if isinstance(message.method, str) else None
+    wire = None if plan is None else checked_wire(plan, message, max_bytes)
+    try:
+        expected = encode(message, max_message_bytes=max_bytes)
+    except ProtocolError:
+        assert wire is None, message
+        return
+    assert wire is None or wire == expected, message
+
+
+@pytest.mark.parametrize("message", BUILT, ids=lambda m: m.method)
+def test_checked_wire_is_encode_for_built_messages(
+    message: Request | Notification,
+) -> None:
+    wire = checked_wire(SEND_PLANS[message.method], message, 1 << 20)
+    assert wire == encode(message)  # every fixture is the shortcut's case
+
+
+class _Text(str):
+    """A str subclass (encodes as a string, decodes as str)."""
+
+
+_BAD_VALUES: list[Any] = [
+    "",
+    "x" * 300,
+    "é" * 200,  # 400 UTF-8 bytes in a 200-character identity
+    "\ud800",
+    5,
+    None,
+    True,
+    1.5,
+    float("nan"),
+    ("a",),
+    ["a"],
+    b"bytes",
+    uuid.UUID(int=7),
+    _Text("t"),
+    {"k": 1},
+    {1: "int key"},
+    datetime(2026, 1, 1, tzinfo=UTC),
+]
+
+
+@pytest.mark.parametrize("message", BUILT, ids=lambda m: m.method)
+def test_checked_wire_never_accepts_what_encode_refuses(
+    message: Request | Notification,
+) -> None:
+    envelope = [
+        f.name
+        for f in msgspec.structs.fields(type(message))
+        if f.name not in ("params", "schema_version")
+    ]
+    for name in envelope:
+        for value in [*_BAD_VALUES, msgspec.UNSET]:
+            try:
+                mutated = msgspec.structs.replace(message, **{name: value})
+            except (TypeError, ValueError):
+                continue
+            _same_as_encode(mutated)
+    params = message.params
+    for field in msgspec.structs.fields(type(params)):
+        for value in [*_BAD_VALUES, msgspec.UNSET]:
+            try:
+                changed = msgspec.structs.replace(params, **{field.name: value})
+            except (TypeError, ValueError):
+                continue
+            _same_as_encode(msgspec.structs.replace(message, params=changed))
+    # The size bound, exactly at and one byte under the encoding's length.
+    size = len(encode(message))
+    _same_as_encode(message, size)
+    _same_as_encode(message, size - 1)
+    assert checked_wire(SEND_PLANS[message.method], message, size - 1) is None
+
+
+def test_send_wire_is_encode_or_raises_its_error() -> None:
+    message = next(m for m in BUILT if m.method == "item/delta")
+    cases = [
+        message,
+        # params as a plain mapping: not the shortcut's case, encode decides
+        msgspec.structs.replace(message, params=msgspec.to_builtins(message.params)),
+        msgspec.structs.replace(message, correlation_id="é" * 100),
+        msgspec.structs.replace(message, correlation_id="é" * 200),
+        msgspec.structs.replace(message, correlation_id=_Text("c")),
+        msgspec.structs.replace(message, correlation_id=""),
+        msgspec.structs.replace(message, stream_id="s"),
+    ]
+    for case in cases:
+        try:
+            expected: bytes | ErrorCode = encode(case)
+        except ProtocolError as exc:
+            expected = exc.code
+        try:
+            got: bytes | ErrorCode = send_wire(case, 1 << 20)
+        except ProtocolError as exc:
+            got = exc.code
+        assert got == expected, case

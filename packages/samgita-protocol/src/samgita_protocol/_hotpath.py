@@ -182,18 +182,19 @@ def checked_wire(
     """``samgita_protocol.encode(message, max_message_bytes=max_bytes)`` of a
     request or notification this side built around its method's params
     Struct, or ``None`` (then the caller runs ``encode``, which refuses or
-    returns the same bytes).
+    returns the same bytes). ``plan`` is ``SEND_PLANS[message.method]``.
 
     ``encode`` encodes the message, decodes the bytes with every rule of
     ``decode`` and refuses a message that is not equal to what it decoded
     to. Here one typed decode does the envelope's and the params' checks
     (the same fields and constraints as ``decode``'s envelope and params
     decoders); the bytes are msgspec's encoding of Structs (valid UTF-8, no
-    default filled in), pure ASCII (no identity byte length to check), at
-    most ``MAX_DEPTH`` deep (params are the envelope's only container),
+    default filled in; raw UTF-8 for non-ASCII text), at most ``MAX_DEPTH``
+    deep (params are the envelope's only container),
     with the envelope rules ``decode`` adds (``task_ref`` only beside
     ``project_ref``; ``command_id`` exactly on mutations; ``stream_id`` and
-    ``cursor`` together) and the params' walk; and the decoded message must
+    ``cursor`` together) and the walk ``decode`` does (for non-ASCII bytes
+    also the identities' UTF-8 lengths); and the decoded message must
     equal ``message`` field by field (which also proves that no key repeats:
     JSON decodes to string keys only, so equal free-form objects hold no two
     keys that encode alike).
@@ -203,13 +204,18 @@ def checked_wire(
         return None
     try:
         wire = ENCODER.encode(message)
-        if len(wire) > max_bytes or not wire.isascii():
+        if len(wire) > max_bytes:
             return None
+        ascii_input = wire.isascii()
         if plan.free_form and not depth_within(wire, MAX_DEPTH):
             return None
         typed = plan.typed.decode(wire)
-        if plan.walk_ascii:
-            check_struct(typed.params, "/params", True)
+        if plan.walk_ascii if ascii_input else plan.walk_any:
+            check_struct(typed.params, "/params", ascii_input)
+        if not ascii_input:
+            # Identity lengths are UTF-8 bytes: what decode walks for
+            # non-ASCII input (the envelope's own fields; params above).
+            check_struct(message, "", False)
     except (*_FAILURES, ProtocolError):
         return None
     if typed.task_ref is not UNSET and typed.project_ref is UNSET:
