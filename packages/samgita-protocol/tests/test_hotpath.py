@@ -550,3 +550,23 @@ def test_send_wire_is_encode_or_raises_its_error() -> None:
         except ProtocolError as exc:
             got = exc.code
         assert got == expected, case
+
+
+@pytest.mark.parametrize(("method", "wire"), RESPONSES)
+def test_checked_response_never_accepts_what_decode_result_refuses(
+    method: str, wire: bytes
+) -> None:
+    _, result = _general(method, wire)
+    for field in msgspec.structs.fields(type(result)):
+        for value in [*_BAD_VALUES, msgspec.UNSET]:
+            try:
+                mutated = msgspec.structs.replace(result, **{field.name: value})
+            except (TypeError, ValueError):
+                continue
+            proven = _checked(method, mutated)
+            try:
+                expected = decode_result(method, mutated)
+            except ProtocolError:
+                assert proven is None, mutated
+                continue
+            assert proven is None or proven == expected, mutated
