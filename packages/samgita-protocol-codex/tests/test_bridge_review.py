@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,12 @@ from samgita_protocol import (
     ThreadReadParams,
     ThreadStartParams,
     encode,
+    load_json,
 )
 
 from samgita_protocol_codex import (
+    MAX_CODEX_DEPTH,
+    MAX_CODEX_LINE_BYTES,
     MAX_DELTA_CHARS,
     MAX_ITEM_TEXT_CHARS,
     UNMAPPED_OVERFLOW,
@@ -644,8 +648,14 @@ def test_response_shape_is_kept() -> None:
     assert isinstance(answer, Response) and answer.command_id == "k3"
 
 
-def test_lone_surrogate_escapes_are_refused_as_json() -> None:
+def test_lone_surrogate_escapes_are_invalid_utf8_as_in_the_core() -> None:
+    # one rule for both: the core's load_json and decode say invalid_utf8
+    line = b'{"method":"x/y","params":{"a":"\\ud800"}}'
+    with pytest.raises(ProtocolError) as core:
+        load_json(line, max_bytes=MAX_CODEX_LINE_BYTES, max_depth=MAX_CODEX_DEPTH)
     bridge = _ready()
     with pytest.raises(ProtocolError) as info:
-        bridge.receive_codex(b'{"method":"x/y","params":{"a":"\\ud800"}}')
-    assert (info.value.code, info.value.origin) == (ErrorCode.INVALID_JSON, "peer")
+        bridge.receive_codex(line)
+    assert (info.value.code, info.value.origin) == (ErrorCode.INVALID_UTF8, "peer")
+    assert info.value.code is core.value.code
+    assert bridge.unmapped_notifications == Counter()

@@ -296,7 +296,7 @@ def _checked_line(line: Any) -> tuple[bytes, Any]:
 
     The byte-level rules are the core's (:func:`samgita_protocol.load_json`:
     size before parsing, depth on the bytes, UTF-8, one value, no repeated
-    key) with Codex's bounds; only the codes the bridge documented differ.
+    key) with Codex's bounds, and the core's error codes.
     """
     if type(line) is not bytes and not isinstance(line, (bytes, bytearray, memoryview)):
         raise _peer(ErrorCode.INVALID_MESSAGE, "a Codex line must be bytes")
@@ -306,23 +306,12 @@ def _checked_line(line: Any) -> tuple[bytes, Any]:
             line, max_bytes=MAX_CODEX_LINE_BYTES, max_depth=MAX_CODEX_DEPTH
         )
     except ProtocolError as exc:
-        code = exc.code
-        if code is ErrorCode.INVALID_UTF8 and _is_utf8(bytes(line)):
-            # valid UTF-8 with a lone-surrogate \u escape: invalid_json, as
-            # the bridge has always documented it (the core says invalid_utf8)
-            code = ErrorCode.INVALID_JSON
+        # the core's codes exactly (a lone-surrogate \u escape is
+        # invalid_utf8, as in load_json and decode: one rule for both)
         raise _peer(
-            code, f"Codex line: {exc.message}"[:512], **(exc.data or {})
+            exc.code, f"Codex line: {exc.message}"[:512], **(exc.data or {})
         ) from None
     return bytes(line) if type(line) is not bytes else line, tree
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _clean(text: str, limit: int) -> str:
