@@ -9,6 +9,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import samgita_protocol as sp
 from samgita_protocol import ErrorCode as C
@@ -654,3 +656,40 @@ def test_max_message_bytes_of_the_wrong_type_is_a_type_error(bound: object) -> N
 def test_max_message_bytes_out_of_range_is_a_value_error(bound: int) -> None:
     with pytest.raises(ValueError, match="max_message_bytes"):
         sp.decode(b"{}", max_message_bytes=bound)
+
+
+# -- the depth pre-check on long input ---------------------------------------------
+
+
+@given(
+    st.lists(
+        st.sampled_from([b"{", b"[", b"}", b"]", b'"', b"x" * 700, b",", b":"]),
+        max_size=60,
+    ),
+    st.integers(min_value=0, max_value=40),
+)
+@settings(max_examples=300, derandomize=True, deadline=None)
+def test_the_bracket_pre_check_counts_exactly(parts: list[bytes], limit: int) -> None:
+    from samgita_protocol._jsonscan import _few_brackets
+
+    data = b"".join(parts)
+    assert _few_brackets(data, limit) is (data.count(b"{") + data.count(b"[") <= limit)
+
+
+@pytest.mark.parametrize("pad", [0, 5000, 70000])
+def test_depth_at_the_limit_and_one_over_in_long_messages(pad: int) -> None:
+    def delta(depth: int) -> bytes:
+        payload = "[" * depth + "]" * depth
+        return (
+            '{"type":"request","schema_version":"1.0","method":"project/event.receive",'
+            '"id":"r1","correlation_id":"r1","command_id":"k1","params":{"event":'
+            '{"event_id":"e1","delivery_attempt_id":"a1","created_at":'
+            '"2026-12-03T10:00:00Z","correlation_id":"c1","event_type":"t",'
+            '"payload":{"pad":"' + "x" * pad + '","deep":' + payload + "}}}}"
+        ).encode()
+
+    # envelope, params, event, payload: 4 levels before the nested arrays
+    sp.decode(delta(28))
+    with pytest.raises(sp.ProtocolError) as info:
+        sp.decode(delta(29))
+    assert info.value.code == C.DEPTH_EXCEEDED

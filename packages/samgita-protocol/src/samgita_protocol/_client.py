@@ -27,7 +27,6 @@ and ``_contract`` (result rules).
 from __future__ import annotations
 
 import enum
-import hashlib
 import math
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -80,7 +79,12 @@ from samgita_protocol._schema import (
     decode_result,
 )
 from samgita_protocol._streams import ClientStreams
-from samgita_protocol._windows import INLINE_BYTES, ContentKey, FifoWindow
+from samgita_protocol._windows import (
+    INLINE_BYTES,
+    ContentKey,
+    FifoWindow,
+    content_digest,
+)
 
 __all__ = ["Client", "ClientState"]
 
@@ -775,9 +779,7 @@ class Client:
         if method == _INITIALIZE:
             return self._initialized(entry, outcome, key)
         if method == "stream/resume" and not isinstance(outcome, ProtocolError):
-            digest = hashlib.blake2b(
-                msgspec.json.encode(outcome), digest_size=16
-            ).digest()
+            digest = content_digest(msgspec.json.encode(outcome))
             outbox.settle(entry, outcome, key)
             self._resumes.put(digest, True)
             return [ResponseReceived(request, outcome)]
@@ -1083,7 +1085,7 @@ class Client:
                 ErrorCode.UNCORRELATED_REPLAY,
                 "not a stream/resume result on this connection",
             )
-        digest = hashlib.blake2b(msgspec.json.encode(result), digest_size=16).digest()
+        digest = content_digest(msgspec.json.encode(result))
         if digest not in self._resumes:
             raise ProtocolError(
                 ErrorCode.UNCORRELATED_REPLAY,

@@ -102,10 +102,35 @@ _STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _BRACKET: Final = re.compile(rb"[\[\]{}]")
 
 
+#: Below this many bytes two ``count`` calls beat the ``find`` loop (measured:
+#: equal at about 3 KiB with 10 brackets; 10x apart at 16 KiB).
+_COUNT_BELOW: Final = 3072
+
+
+def _few_brackets(data: bytes, limit: int) -> bool:
+    """Whether ``data`` holds at most ``limit`` bytes ``{`` and ``[`` in all
+    (string literals included). ``find`` is memchr (vectorized): for the
+    common input with few brackets this is a few finds, several times
+    cheaper than ``count`` (a byte-at-a-time loop), and it stops at the
+    first bracket over the limit. Short input is counted (fewer calls)."""
+    if len(data) <= _COUNT_BELOW:
+        return data.count(b"{") + data.count(b"[") <= limit
+    found = 0
+    find = data.find
+    for bracket in (b"{", b"["):
+        at = find(bracket)
+        while at != -1:
+            found += 1
+            if found > limit:
+                return False
+            at = find(bracket, at + 1)
+    return True
+
+
 def depth_within(data: bytes, limit: int = MAX_DEPTH) -> bool:
     """Whether no container in ``data`` (outside string literals) nests deeper
     than ``limit``; cheap when the whole input has at most ``limit`` of them."""
-    if data.count(b"{") + data.count(b"[") <= limit:
+    if _few_brackets(data, limit):
         return True
     depth = 0
     for m in _BRACKET.finditer(_STRING.sub(b"", data)):

@@ -12,18 +12,17 @@ How content is retained for ``replay_conflict``: a received-but-unprocessed
 event whose wire form is at most :data:`INLINE_CONTENT_BYTES` (1 KiB) is kept
 by reference to its decoded :class:`Notification` (which the buffer holds
 anyway until it is drained, so keeping it costs nothing more); anything
-larger is kept as a 16-byte BLAKE2b digest of its canonical encoding. Content
+larger is kept as a 16-byte SHA-256 digest of its canonical encoding. Content
 is compared exactly and independently of key order and whitespace on the
 wire: both sides are re-encoded canonically (msgspec, sorted keys), so ``1``
 and ``1.0`` differ as they do on the wire. The retained content is therefore
 bounded by ``max_streams * max_stream_hashes`` entries of about 1 KiB of wire
-bytes each. BLAKE2b guards against accidental conflicts between
+bytes each. The digest guards against accidental conflicts between
 authenticated peers; it is not a security boundary.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Final, NamedTuple
@@ -34,6 +33,7 @@ from msgspec import UNSET
 from ._errors import ErrorCode, ProtocolError
 from ._options import positive_int
 from ._schema import Notification
+from ._windows import content_digest
 
 __all__ = [
     "DEFAULT_MAX_BUFFERED_NOTIFICATIONS",
@@ -82,7 +82,7 @@ def _canonical(notification: Notification) -> bytes:
 
 
 def _digest(notification: Notification) -> bytes:
-    return hashlib.blake2b(_canonical(notification), digest_size=16).digest()
+    return content_digest(_canonical(notification))
 
 
 def _same_content(kept: _Content, notification: Notification) -> bool:

@@ -14,7 +14,7 @@ And the content keys those windows keep so that a repeated message can be
 told apart from a conflicting one (:func:`content_key`, :func:`same_content`):
 a message of at most :data:`INLINE_BYTES` wire bytes is kept by its bytes (a
 reference, nothing copied); anything larger, or a message handed in without
-its bytes, by a BLAKE2b digest of its canonical form. Both forms compare
+its bytes, by a 16-byte SHA-256 digest of its canonical form. Both forms compare
 exact content, independent of key order and whitespace on the wire (``1`` and
 ``1.0`` differ, as they do on the wire). The digest guards against accidental
 conflicts between authenticated peers; it is not a security boundary.
@@ -36,6 +36,7 @@ __all__ = [
     "FifoWindow",
     "RecentIds",
     "canonical",
+    "content_digest",
     "content_key",
     "same_content",
 ]
@@ -231,8 +232,15 @@ def canonical(message: object) -> bytes:
     return _encode(_decode(_encode(message)), order="sorted")
 
 
+def content_digest(data: bytes) -> bytes:
+    """The 16-byte digest every content window keeps of canonical bytes:
+    SHA-256 (hardware-accelerated through OpenSSL where the CPU has it:
+    twice as fast as BLAKE2b here, 0.66 ms per MiB), truncated."""
+    return hashlib.sha256(data).digest()[:16]
+
+
 def _digest(message: object) -> bytes:
-    return hashlib.blake2b(canonical(message), digest_size=16).digest()
+    return content_digest(canonical(message))
 
 
 def _decoded_digest(message: object) -> bytes:
@@ -242,7 +250,7 @@ def _decoded_digest(message: object) -> bytes:
     value without raw parts msgspec's sorted encoding is exactly the
     canonical form (the same strings, numbers and omitted fields; every
     object's keys sorted, Struct fields and the tag included)."""
-    return hashlib.blake2b(_encode(message, order="sorted"), digest_size=16).digest()
+    return content_digest(_encode(message, order="sorted"))
 
 
 _DECODED_WITHOUT_RAW: Final = (Request, Notification)
