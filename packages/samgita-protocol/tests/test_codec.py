@@ -693,3 +693,14 @@ def test_depth_at_the_limit_and_one_over_in_long_messages(pad: int) -> None:
     with pytest.raises(sp.ProtocolError) as info:
         sp.decode(delta(29))
     assert info.value.code == C.DEPTH_EXCEEDED
+
+
+@given(
+    st.lists(st.sampled_from([b":", b"x" * 100, b"::", b'"']), max_size=400),
+)
+@settings(max_examples=200, derandomize=True, deadline=None)
+def test_the_colon_count_is_exact(parts: list[bytes]) -> None:
+    from samgita_protocol._jsonscan import colon_count
+
+    data = b"".join(parts)
+    assert colon_count(data) == data.count(b":")

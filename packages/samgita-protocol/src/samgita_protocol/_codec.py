@@ -34,7 +34,8 @@ Depth needs no scan on the typed path: a typed field never holds a deeper
 value than the schema allows (msgspec fails at the first unexpected bracket
 without building it, and skips a ``Raw`` without building it). Free-form
 JSON (``dict[str, Any]``, a raw ``result``) is measured before it is built:
-``count`` of ``{`` and ``[`` proves depth <= 32 in the common case, otherwise
+at most 32 ``{`` and ``[`` in all (counted; found with memchr on long input)
+proves depth <= 32 in the common case, otherwise
 an exact scan of the bracket bytes outside string literals; a response's
 ``error.data`` is built by msgspec (bounded by its recursion guard) and
 measured right after. Anything the fast path does not accept outright is
@@ -68,6 +69,7 @@ from ._errors import ErrorCode, ProtocolError
 from ._jsonscan import (
     MAX_DEPTH,
     ascii_only,
+    colon_count,
     colons_kept,
     depth_within,
     error,
@@ -383,7 +385,7 @@ def _unique_keys(wire: bytes, pairs: tuple[tuple[bytes, bytes], ...]) -> bool:
     the head decode rules out the latter. Otherwise the exact tokenizer
     decides.
     """
-    if colons_kept(wire) and all(a.count(b":") == b.count(b":") for a, b in pairs):
+    if colons_kept(wire) and all(colon_count(a) == colon_count(b) for a, b in pairs):
         try:
             HEAD_DECODER.decode(wire)
         except _DECODE_FAILURES:
