@@ -447,7 +447,11 @@ class Server:
         ``missing_required_capability``, ``unsupported``, ``conflict`` for a
         reused id with other content, ``internal_error``). A malformed
         request whose ``id`` and ``correlation_id`` can still be read is
-        answered with its typed error (the handler is not called). A
+        answered with its typed error (the handler is not called); input
+        that is too large, not UTF-8 (anywhere, also inside a member the
+        schema would skip), not JSON, too deep or repeating a key is never
+        answered (``message_too_large``, ``invalid_utf8``, ...: a transport
+        closes on them, RFC 6455's 1007 for ``invalid_utf8``). A
         response to a server-initiated request goes to
         `Handler.handle_response`; a notification to
         `Handler.handle_notification` (sequenced ones once each, in cursor
