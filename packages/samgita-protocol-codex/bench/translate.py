@@ -1,75 +1,72 @@
 """Translation cost per message as a ratio to stdlib json.loads + json.dumps of the same message.
 
-    python bench/translate.py
+    python bench/translate.py [--rounds N] [--loops N] [--profile]
 
-Native -> Codex: decode a native `turn/start` request (core codec), translate,
-validate strictly against the outbound Codex types, encode the JSON line (the
-pending entry is dropped after each call, so the table stays empty).
-Codex -> native: check and decode a recorded `item/agentMessage/delta` line
-(byte-level checks, tolerant inbound types), translate, sequence it in the
-Replay (which validates and encodes it, core codec); the result is the
-native bytes to send (`ToNative.data`, checked once to equal `encode()`).
-Round trip: native `turn/start` bytes -> Codex line, then the recorded Codex
-`turn/start` result (with the bridge's id) -> native Response bytes; the
-baseline is json.loads + json.dumps of both messages.
-Each path and its baseline are timed in alternating rounds (best of 7 x
-20,000 each), so load on a shared machine hits both alike.
-Prints ratios; asserts nothing about time.
+What each path times, per message (everything a caller does with bytes in
+and the bytes to send out; no private bridge state is touched):
+
+* native->codex turn/start: the core ``decode`` of the native request bytes
+  (every native rule), ``CodexBridge.native_request`` (translate, build the
+  strict ``outbound`` Codex request, encode it and decode it again with the
+  strict types: unknown fields forbidden), the ``ToCodex`` line. Two inputs:
+  the bytes as the core encoder writes them (what a SamgitaProtocol Python
+  client sends) and the same message hand-written in another key order
+  (what another implementation may send; the core decode proves such bytes
+  on a slower path). Each round uses a fresh, initialized bridge (set up
+  outside the timing) whose ``max_pending`` holds the round's requests, so
+  nothing is dropped behind the bridge's back.
+* codex->native item delta: ``CodexBridge.receive_codex`` of a recorded
+  ``item/agentMessage/delta`` line, compact as Codex (serde_json) writes it:
+  the byte-level checks (the core ``load_json``: size, depth, UTF-8, one
+  value, no repeated key), the tolerant ``inbound`` typed decode, the
+  translation, the append to the thread's core ``Replay`` (which validates
+  the sequenced notification with the core's send-path proof) and the
+  ``ToNative.data`` bytes to send (checked once to equal ``encode()``).
+* round trip turn/start: the native->codex path (core-encoded bytes), then
+  Codex's recorded ``turn/start`` result addressed to ``ToCodex.id`` (the
+  bridge's public id of the line; the reply's bytes are a prefix, the id and
+  a suffix, as a reader hands them over) through ``receive_codex``: checks,
+  typed decode, translation, the native result checked against the
+  ``turn/start`` result schema (``decode_result``), the native Response's
+  bytes from the core ``encode``. Every request is answered, so the pending
+  table stays empty.
+
+Baseline: ``json.dumps(json.loads(text))`` of the same message(s) as ``str``
+(the round trip: both messages), the cheapest form for the stdlib (no
+bytes decode or encode), so the ratios are conservative.
+
+Each round times every path and every baseline in turn (``--loops`` calls
+each), so load on a shared machine hits all alike; a figure is the median
+over the rounds of the per-round ratio (path time / its baseline's time in
+the same round), and of the per-round microseconds. Prints; asserts
+nothing about time.
 """
 
 from __future__ import annotations
 
+import argparse
+import cProfile
 import json
+import pstats
+import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from samgita_protocol import InitializeParams, Request, decode, encode
 
-from samgita_protocol_codex import CodexBridge, ToNative
+from samgita_protocol_codex import CodexBridge, ToCodex, ToNative
 
 RECORDING = (
     Path(__file__).resolve().parent.parent / "tests" / "recordings" / "turn.jsonl"
 )
+LOOPS = 2000
+ROUNDS = 15
 
 
-def _once(fn: Callable[[], object], n: int) -> float:
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - start) / n
-
-
-def _alternating(
-    fn: Callable[[], object], base: Callable[[], object], n: int, rounds: int = 7
-) -> tuple[float, float]:
-    """Best time per call of ``fn`` and of ``base``, timed in turns."""
-    best_fn = best_base = float("inf")
-    for _ in range(rounds):
-        best_fn = min(best_fn, _once(fn, n))
-        best_base = min(best_base, _once(base, n))
-    return best_fn, best_base
-
-
-def _bridge() -> tuple[CodexBridge, bytes, str]:
-    bridge = CodexBridge(host_id="bench", max_events=1024)
-    lines = [json.loads(x) for x in RECORDING.read_text().splitlines()]
-    init = Request(
-        method="connection/initialize",
-        id="i",
-        correlation_id="i",
-        params=InitializeParams(
-            versions=["1.0"], capabilities=["sessions.v1", "streaming.v1"]
-        ),
-    )
-    bridge.native_request(init)
-    bridge.receive_codex(
-        json.dumps(lines[1]["msg"]).encode()
-    )  # Codex initialize result
-    delta = next(
-        e["msg"] for e in lines if e["msg"].get("method") == "item/agentMessage/delta"
-    )
-    return bridge, _compact(delta), delta["params"]["threadId"]
+def _recorded() -> list[dict[str, object]]:
+    return [json.loads(x)["msg"] for x in RECORDING.read_text().splitlines()]
 
 
 def _compact(msg: object) -> bytes:
@@ -78,76 +75,167 @@ def _compact(msg: object) -> bytes:
     return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _turn_result() -> bytes:
-    lines = [json.loads(x) for x in RECORDING.read_text().splitlines()]
-    msg = next(
-        e["msg"]
-        for e in lines
-        if e["dir"] == "recv" and "turn" in (e["msg"].get("result") or {})
+def _ready_bridge(max_pending: int = 1024) -> CodexBridge:
+    """A bridge with a negotiated native session and an initialized Codex link."""
+    bridge = CodexBridge(host_id="bench", max_events=1024, max_pending=max_pending)
+    init = Request(
+        method="connection/initialize",
+        id="i",
+        correlation_id="i",
+        params=InitializeParams(
+            versions=["1.0"], capabilities=["sessions.v1", "streaming.v1"]
+        ),
     )
-    return _compact(msg["result"])
+    (line,) = bridge.native_request(init)
+    assert isinstance(line, ToCodex) and line.id == 0
+    codex_init = next(m for m in _recorded() if m.get("id") == 0 and "result" in m)
+    bridge.receive_codex(_compact(codex_init))  # Codex initialize result
+    return bridge
 
 
-def main() -> None:
-    bridge, delta_line, thread_id = _bridge()
-    native_turn = (
+def _time(fn: Callable[[], object], loops: int) -> float:
+    start = time.perf_counter()
+    for _ in range(loops):
+        fn()
+    return (time.perf_counter() - start) / loops
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--loops", type=int, default=LOOPS)
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile each path instead"
+    )
+    args = parser.parse_args(argv)
+    loops = args.loops
+
+    recorded = _recorded()
+    delta = next(m for m in recorded if m.get("method") == "item/agentMessage/delta")
+    delta_line = _compact(delta)
+    thread_id = delta["params"]["threadId"]  # type: ignore[index]
+    turn_result = next(
+        m
+        for m in recorded
+        if "turn" in (m.get("result") or {})  # type: ignore[operator]
+    )
+    hand_turn = (
         '{"schema_version":"1.0","type":"request","method":"turn/start","id":"r1",'
         '"correlation_id":"c1","command_id":"k1","params":{"thread_id":"'
-        + thread_id
-        + '",'
-        '"input":[{"type":"text","text":"Summarize the failing test output, please."}]}}'
+        + str(thread_id)
+        + '","input":[{"type":"text","text":"Summarize the failing test output, please."}]}}'
     ).encode()
+    core_turn = encode(decode(hand_turn))  # as the core encoder writes it
 
-    pending = bridge._pending  # noqa: SLF001 - bench only: keep the table empty
+    # one fresh bridge per round for native->codex (set up between rounds)
+    n2c_bridge = [_ready_bridge()]
 
-    def native_to_codex() -> None:
-        out = bridge.native_request(decode(native_turn))
-        assert out[0].data  # type: ignore[union-attr]
-        pending.clear()
+    def fresh_n2c() -> None:
+        n2c_bridge[0] = _ready_bridge(max_pending=loops + 1)
 
-    result = _turn_result()
-    head, tail = b'{"id":', b',"result":' + result + b"}"
-    reply_example = head + b"0" + tail
+    def native_to_codex(raw: bytes) -> Callable[[], None]:
+        def run() -> None:
+            (line,) = n2c_bridge[0].native_request(decode(raw))  # type: ignore[arg-type]
+            assert line.data  # type: ignore[union-attr]
 
-    def round_trip() -> None:
-        (line,) = bridge.native_request(decode(native_turn))
-        codex_id = json.loads(line.data)["id"]  # type: ignore[union-attr]
-        (out,) = bridge.receive_codex(head + str(codex_id).encode() + tail)
-        assert isinstance(out, ToNative)
-        assert out.data  # the validated bytes the caller sends
+        return run
+
+    c2n = _ready_bridge()
 
     def codex_to_native() -> None:
-        (out,) = bridge.receive_codex(delta_line)
-        assert isinstance(out, ToNative)
-        assert out.data  # the validated bytes the caller sends
+        (out,) = c2n.receive_codex(delta_line)
+        assert out.data  # type: ignore[union-attr]  # the validated bytes to send
 
     # the bytes handed out are the core encoder's for the message
-    (check,) = bridge.receive_codex(delta_line)
+    (check,) = c2n.receive_codex(delta_line)
     assert isinstance(check, ToNative) and check.data == encode(check.message)
 
-    n = 20_000
-    paths = {
-        "native->codex turn/start": (native_to_codex, [native_turn]),
-        "codex->native item delta": (codex_to_native, [delta_line]),
+    rt = _ready_bridge()
+    head = b'{"id":'
+    tail = b',"result":' + _compact(turn_result["result"]) + b"}"
+
+    def round_trip() -> None:
+        (line,) = rt.native_request(decode(core_turn))  # type: ignore[arg-type]
+        (out,) = rt.receive_codex(head + str(line.id).encode() + tail)  # type: ignore[union-attr]
+        assert out.data  # type: ignore[union-attr]  # the validated bytes to send
+
+    (line,) = rt.native_request(decode(core_turn))  # type: ignore[arg-type]
+    assert isinstance(line, ToCodex) and json.loads(line.data)["id"] == line.id
+    (reply,) = rt.receive_codex(head + str(line.id).encode() + tail)
+    assert isinstance(reply, ToNative) and reply.data == encode(reply.message)
+    reply_example = head + str(line.id).encode() + tail
+
+    def baseline(*raws: bytes) -> Callable[[], None]:
+        texts = [raw.decode() for raw in raws]
+        loads, dumps = json.loads, json.dumps
+
+        def run() -> None:
+            for text in texts:
+                dumps(loads(text))
+
+        return run
+
+    paths: dict[str, tuple[Callable[[], None], Callable[[], None], bytes]] = {
+        "native->codex turn/start (core-encoded bytes)": (
+            native_to_codex(core_turn),
+            baseline(core_turn),
+            core_turn,
+        ),
+        "native->codex turn/start (other key order)": (
+            native_to_codex(hand_turn),
+            baseline(hand_turn),
+            hand_turn,
+        ),
+        "codex->native item delta": (
+            codex_to_native,
+            baseline(delta_line),
+            delta_line,
+        ),
         "round trip turn/start (native->codex->native)": (
             round_trip,
-            [native_turn, reply_example],
+            baseline(core_turn, reply_example),
+            core_turn + reply_example,
         ),
     }
-    for name, (path, raws) in paths.items():
-        texts = [raw.decode() for raw in raws]
 
-        def baseline(texts: list[str] = texts) -> None:
-            for text in texts:
-                json.dumps(json.loads(text))
+    if args.profile:
+        for name, (path, _, _) in paths.items():
+            fresh_n2c()
+            print(f"== {name}")
+            profiler = cProfile.Profile()
+            profiler.runcall(_time, path, loops)
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+        return 0
 
-        cost, base = _alternating(path, baseline, n)
+    for path, base, _ in paths.values():  # warm up
+        fresh_n2c()
+        _time(path, 200)
+        _time(base, 200)
+    times: dict[str, tuple[list[float], list[float]]] = {
+        name: ([], []) for name in paths
+    }
+    for _ in range(args.rounds):
+        fresh_n2c()
+        for name, (path, base, _) in paths.items():
+            if name.startswith("native->codex"):
+                fresh_n2c()
+            times[name][0].append(_time(path, loops))
+            times[name][1].append(_time(base, loops))
+    print(
+        f"python {sys.version.split()[0]}, {args.rounds} rounds x {loops} loops, "
+        "medians of per-round figures"
+    )
+    for name, (ours, json_times) in times.items():
+        ratio = statistics.median(a / b for a, b in zip(ours, json_times, strict=True))
         print(
-            f"{name}: {cost * 1e6:6.2f} us, json {base * 1e6:5.2f} us, "
-            f"ratio {cost / base:4.2f}x"
+            f"{name}: {statistics.median(ours) * 1e6:6.2f} us, json "
+            f"{statistics.median(json_times) * 1e6:5.2f} us "
+            f"({len(paths[name][2])} B), ratio {ratio:4.2f}x"
         )
-    assert not pending, "the bench must not leave pending requests"
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -12,11 +12,14 @@ Bytes and envelopes in, :data:`Output` values out; the caller owns both links
   ids and of Codex's own server-request ids;
 * validates every Codex message it sends against the strict (``outbound``)
   generated types, and every native message it produces with the core
-  :func:`~samgita_protocol.encode`;
+  :func:`~samgita_protocol.encode` (a response translated from a Codex
+  result also with :func:`~samgita_protocol.decode_result` of its method);
 * checks each Codex line on its bytes before decoding it (size, nesting
   depth, UTF-8, repeated keys: the core's :func:`~samgita_protocol.load_json`
   with Codex's bounds), then decodes it with the tolerant (``inbound``)
-  types, params in a second stage from ``msgspec.Raw``; only
+  types (a translated notification or a pending request's result in one
+  typed decode of the line, anything else with params in a second stage
+  from ``msgspec.Raw``); only
   :class:`~samgita_protocol.ProtocolError` (origin ``"peer"``) leaves
   :meth:`CodexBridge.receive_codex`, and on error the bridge is unchanged;
 * sequences thread-scoped notifications per Codex thread into a core
@@ -37,6 +40,7 @@ import datetime as _dt
 import hashlib
 import re
 import secrets
+import typing
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -155,9 +159,16 @@ _METHOD_NOT_FOUND: Final = -32601
 
 
 class ToCodex(msgspec.Struct, frozen=True, kw_only=True):
-    """One JSON line (newline-terminated) to write to the Codex link."""
+    """One JSON line (newline-terminated) to write to the Codex link.
+
+    ``id`` is the JSON-RPC id the line carries, for the caller's own
+    correlation and logs: the bridge's id for a request it sends (Codex
+    answers with the same id), Codex's id for the bridge's answer to a Codex
+    server request, ``None`` for a notification (``initialized``).
+    """
 
     data: bytes
+    id: int | str | None = None
 
 
 class ToNative(msgspec.Struct, frozen=True, kw_only=True):
@@ -244,6 +255,35 @@ _STRICT_REQUEST: Final = msgspec.json.Decoder(outbound.ClientRequest)
 _STRICT_NOTIFICATION: Final = msgspec.json.Decoder(outbound.ClientNotification)
 _CLIENT_TYPES: Final = request_types(inbound.ClientRequest)
 _SERVER_TYPES: Final = request_types(inbound.ServerRequest)
+#: The Codex requests the bridge sends.
+_SENT_METHODS: Final = (
+    "initialize",
+    "thread/start",
+    "thread/read",
+    "thread/resume",
+    "turn/start",
+    "turn/steer",
+    "turn/interrupt",
+)
+_OUTBOUND_REQUESTS: Final = {
+    variant.__struct_config__.tag: variant
+    for variant in typing.get_args(typing.get_args(outbound.ClientRequest)[0])
+}
+#: method -> (its strict ``ClientRequest`` variant, a decoder of exactly that
+#: variant). The union's decoder picks the variant by the ``method`` tag, so
+#: a line of this method decodes under one variant's decoder exactly as under
+#: the union's (the tag is checked too), one dispatch cheaper.
+_STRICT_REQUESTS: Final[Mapping[str, tuple[Any, msgspec.json.Decoder[Any]]]] = {
+    method: (
+        _OUTBOUND_REQUESTS[method],
+        msgspec.json.Decoder(_OUTBOUND_REQUESTS[method]),
+    )
+    for method in _SENT_METHODS
+}
+#: method -> a decoder of the result type of a Codex request the bridge sends.
+_RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
+    method: msgspec.json.Decoder(_CLIENT_TYPES[method][1]) for method in _SENT_METHODS
+}
 _STRICT_APPROVAL_RESULT: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
     "item/commandExecution/requestApproval": msgspec.json.Decoder(
         outbound.CommandExecutionRequestApprovalResponse
@@ -269,6 +309,37 @@ _NOTIFICATION_PARAMS: Final[Mapping[str, Any]] = {
 # One Decoder per translated Codex notification, built once (msgspec perf tip).
 _NOTIFICATION_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
     method: msgspec.json.Decoder(tp) for method, tp in _NOTIFICATION_PARAMS.items()
+}
+
+
+def _line_decoder(name: str, fields: list[Any]) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(msgspec.defstruct(name, fields, module=__name__))
+
+
+# One typed decode of a whole line, for a line the untyped tree already shows
+# to be a translated notification (a str ``method``, no ``id``) or an answer
+# to a pending request (an int ``id``, no ``method``, no ``error``). The
+# fields are those of the two stages (_CodexIn, then the params or result
+# type) that such a line can hold: ``error`` as _CodexIn types it, ``params``
+# or ``result`` typed; the fields left out (``method``, ``id``: the tree has
+# their types; ``params`` of a response, ``result`` of a notification: any
+# JSON in _CodexIn) and unknown fields are ignored by both. So a line that
+# decodes here decodes to the same values in two stages; one that does not is
+# decoded in two stages again, which names the problem as it always did.
+_NOTIFICATION_LINES: Final[Mapping[str, tuple[str, msgspec.json.Decoder[Any]]]] = {
+    method: (
+        CODEX_NOTIFICATIONS[method],
+        _line_decoder(
+            "_CodexNotificationLine",
+            [("params", tp), ("error", _CodexError | UnsetType, UNSET)],
+        ),
+    )
+    for method, tp in _NOTIFICATION_PARAMS.items()
+    if method in CODEX_NOTIFICATIONS
+}
+_RESULT_LINES: Final[Mapping[str, msgspec.json.Decoder[Any]]] = {
+    method: _line_decoder("_CodexResultLine", [("result", _CLIENT_TYPES[method][1])])
+    for method in _SENT_METHODS
 }
 _TURN_STATUS: Final = {
     "inProgress": "in_progress",
@@ -449,6 +520,124 @@ def _settled(native: Request, why: str) -> ToNative:
     return _error(native, ErrorCode.DISCONNECTED, why)
 
 
+def _thread_start_params(p: ThreadStartParams) -> tuple[str, msgspec.Struct]:
+    if p.metadata is not UNSET:
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED,
+            "thread/start metadata has no Codex equivalent",
+            data={"method": "thread/start", "field": "metadata"},
+        )
+    dev = p.instructions if p.instructions is not UNSET else UNSET
+    return "thread/start", outbound.ThreadStartParams(developerInstructions=dev)
+
+
+def _thread_read_params(p: ThreadReadParams) -> tuple[str, msgspec.Struct]:
+    return "thread/read", outbound.ThreadReadParams(
+        threadId=p.thread_id, includeTurns=True
+    )
+
+
+def _thread_resume_params(p: ThreadResumeParams) -> tuple[str, msgspec.Struct]:
+    return "thread/resume", outbound.ThreadResumeParams(threadId=p.thread_id)
+
+
+def _turn_start_params(p: TurnStartParams) -> tuple[str, msgspec.Struct]:
+    return "turn/start", outbound.TurnStartParams(
+        threadId=p.thread_id,
+        input=_text_input(p.input),  # type: ignore[arg-type]
+    )
+
+
+def _turn_steer_params(p: TurnSteerParams) -> tuple[str, msgspec.Struct]:
+    return "turn/steer", outbound.TurnSteerParams(
+        threadId=p.thread_id,
+        expectedTurnId=p.turn_id,
+        input=_text_input(p.input),  # type: ignore[arg-type]
+    )
+
+
+def _turn_interrupt_params(p: TurnInterruptParams) -> tuple[str, msgspec.Struct]:
+    return "turn/interrupt", outbound.TurnInterruptParams(
+        threadId=p.thread_id, turnId=p.turn_id
+    )
+
+
+#: Native params type -> the Codex method and params it becomes.
+_TO_CODEX: Final[Mapping[type, Callable[[Any], tuple[str, msgspec.Struct]]]] = {
+    ThreadStartParams: _thread_start_params,
+    ThreadReadParams: _thread_read_params,
+    ThreadResumeParams: _thread_resume_params,
+    TurnStartParams: _turn_start_params,
+    TurnSteerParams: _turn_steer_params,
+    TurnInterruptParams: _turn_interrupt_params,
+}
+
+#: Native method -> (its group, params type and translation), for every
+#: request the table forwards to Codex (kind ``codex``) except
+#: ``connection/initialize``.
+_FORWARDED: Final[
+    Mapping[str, tuple[str | None, type, Callable[[Any], tuple[str, msgspec.Struct]]]]
+] = {
+    method: (row.group, METHODS[method].params, _TO_CODEX[METHODS[method].params])
+    for method, row in NATIVE_REQUESTS.items()
+    if row.kind == "codex" and method != "connection/initialize"
+}
+
+_Translated = tuple[msgspec.Struct, "BridgeReport | None"]
+
+
+def _thread_start_result(p: ThreadStartParams, result: Any) -> _Translated:
+    return ThreadStartResult(thread=_thread(result.thread)), None
+
+
+def _thread_resume_result(p: ThreadResumeParams, result: Any) -> _Translated:
+    return ThreadResumeResult(thread=_thread(result.thread)), None
+
+
+def _thread_read_result(p: ThreadReadParams, result: Any) -> _Translated:
+    codex_turns = result.thread.turns or []
+    turns = [_turn(t, result.thread.id) for t in codex_turns[-MAX_THREAD_READ_TURNS:]]
+    report = None
+    if len(codex_turns) > MAX_THREAD_READ_TURNS:
+        report = BridgeReport(
+            kind="truncated",
+            method="thread/read",
+            message=f"kept the newest {MAX_THREAD_READ_TURNS} of "
+            f"{len(codex_turns)} turns",
+        )
+    return ThreadReadResult(thread=_thread(result.thread), turns=turns), report
+
+
+def _turn_start_result(p: TurnStartParams, result: Any) -> _Translated:
+    return TurnStartResult(turn=_turn(result.turn, p.thread_id)), None
+
+
+def _turn_steer_result(p: TurnSteerParams, result: Any) -> _Translated:
+    turn = Turn(turn_id=result.turnId, thread_id=p.thread_id, status="in_progress")
+    return TurnSteerResult(turn=turn), None
+
+
+def _turn_interrupt_result(p: TurnInterruptParams, result: Any) -> _Translated:
+    return (
+        TurnInterruptResult(
+            thread_id=p.thread_id, turn_id=p.turn_id, interrupt_status="requested"
+        ),
+        None,
+    )
+
+
+#: Native params type -> its native result made of the Codex result (and a
+#: report to add, if any).
+_TO_NATIVE: Final[Mapping[type, Callable[[Any, Any], _Translated]]] = {
+    ThreadStartParams: _thread_start_result,
+    ThreadResumeParams: _thread_resume_result,
+    ThreadReadParams: _thread_read_result,
+    TurnStartParams: _turn_start_result,
+    TurnSteerParams: _turn_steer_result,
+    TurnInterruptParams: _turn_interrupt_result,
+}
+
+
 class _Pending(msgspec.Struct, kw_only=True):
     method: str  # the Codex method
     # None: the bridge's own re-initialize, or a request whose native
@@ -525,6 +714,9 @@ class CodexBridge:
         self._next_native_id = 0
         self._codex: Literal["fresh", "initializing", "ready", "down"] = "fresh"
         self._native_groups: frozenset[str] | None = None
+        # native method -> (params type, translation) of the requests the
+        # negotiated session may forward to Codex (empty without a session)
+        self._forward: dict[str, tuple[type, Callable[[Any], Any]]] = {}
         self._pending: dict[int, _Pending] = {}
         self._approvals: dict[str, _Approval] = {}
         self._streams: dict[str, Replay] = {}  # Codex thread id -> its native stream
@@ -558,6 +750,7 @@ class CodexBridge:
         are kept.
         """
         self._native_groups = None
+        self._forward = {}
         out: list[Output] = []
         for pending in self._pending.values():
             if pending.native is not None:
@@ -589,6 +782,23 @@ class CodexBridge:
         Raises:
             ProtocolError: ``invalid_message`` when ``request`` is not a Request.
         """
+        # the common case first: a request the session may forward, with the
+        # Codex link ready and room in the pending table (the same checks as
+        # below, in fewer steps)
+        forward = (
+            self._forward.get(request.method) if type(request) is Request else None
+        )
+        if (
+            forward is not None
+            and type(request.params) is forward[0]
+            and self._codex == "ready"
+            and len(self._pending) < self._max_pending
+        ):
+            try:
+                codex_method, params = forward[1](request.params)
+            except ProtocolError as exc:
+                return [_error(request, exc.code, exc.message, **(exc.data or {}))]
+            return [self._send_codex_request(codex_method, params, request)]
         if not isinstance(request, Request):
             raise ProtocolError(ErrorCode.INVALID_MESSAGE, "expected a native Request")
         method = request.method
@@ -719,7 +929,7 @@ class CodexBridge:
         _STRICT_APPROVAL_RESULT[approval.codex_method].decode(
             _ENCODER.encode({"decision": decision})
         )
-        return ToCodex(data=body + b"\n")
+        return ToCodex(data=body + b"\n", id=approval.codex_id)
 
     # ------------------------------------------------------------- codex side
 
@@ -780,6 +990,35 @@ class CodexBridge:
         """
         data, tree = _checked_line(line)
         try:
+            if type(tree) is dict:
+                # the common lines in one typed decode (see _NOTIFICATION_LINES)
+                if "id" not in tree:
+                    method: Any = tree.get("method")
+                    fast = (
+                        _NOTIFICATION_LINES.get(method) if type(method) is str else None
+                    )
+                    if fast is not None:
+                        try:
+                            params = fast[1].decode(data).params
+                        except msgspec.MsgspecError:
+                            pass  # the two stages below name the problem
+                        else:
+                            return self._translate_notification(method, fast[0], params)
+                elif "method" not in tree and "error" not in tree:
+                    codex_id = tree["id"]
+                    pending = (
+                        self._pending.get(codex_id) if type(codex_id) is int else None
+                    )
+                    result_line = (
+                        None if pending is None else _RESULT_LINES.get(pending.method)
+                    )
+                    if pending is not None and result_line is not None:
+                        try:
+                            result = result_line.decode(data).result
+                        except msgspec.MsgspecError:
+                            pass  # the two stages below name the problem
+                        else:
+                            return self._codex_result(codex_id, pending, result)
             msg = _ENVELOPE.decode(data)
             if msg.method is UNSET:
                 return self._codex_response(msg)
@@ -850,6 +1089,11 @@ class CodexBridge:
         assert isinstance(params, InitializeParams)
         groups = sorted(SUPPORTED_GROUPS.intersection(params.capabilities))
         self._native_groups = frozenset(groups)
+        self._forward = {
+            method: (params_type, translate)
+            for method, (group, params_type, translate) in _FORWARDED.items()
+            if group in self._native_groups
+        }
         self._connection_seq += 1
         out: list[Output] = [
             _reply(
@@ -883,49 +1127,33 @@ class CodexBridge:
 
     def _codex_params(self, request: Request) -> tuple[str, msgspec.Struct]:
         p = request.params
-        if isinstance(p, ThreadStartParams):
-            if p.metadata is not UNSET:
+        translate = _TO_CODEX.get(type(p))
+        if translate is None:
+            translate = next(
+                (fn for tp, fn in _TO_CODEX.items() if isinstance(p, tp)), None
+            )
+            if translate is None:
                 raise ProtocolError(
-                    ErrorCode.UNSUPPORTED,
-                    "thread/start metadata has no Codex equivalent",
-                    data={"method": "thread/start", "field": "metadata"},
+                    ErrorCode.UNSUPPORTED, f"{request.method} is not translated"
                 )
-            dev = p.instructions if p.instructions is not UNSET else UNSET
-            return "thread/start", outbound.ThreadStartParams(developerInstructions=dev)
-        if isinstance(p, ThreadReadParams):
-            return "thread/read", outbound.ThreadReadParams(
-                threadId=p.thread_id, includeTurns=True
-            )
-        if isinstance(p, ThreadResumeParams):
-            return "thread/resume", outbound.ThreadResumeParams(threadId=p.thread_id)
-        if isinstance(p, TurnStartParams):
-            return "turn/start", outbound.TurnStartParams(
-                threadId=p.thread_id,
-                input=_text_input(p.input),  # type: ignore[arg-type]
-            )
-        if isinstance(p, TurnSteerParams):
-            return "turn/steer", outbound.TurnSteerParams(
-                threadId=p.thread_id,
-                expectedTurnId=p.turn_id,
-                input=_text_input(p.input),  # type: ignore[arg-type]
-            )
-        if isinstance(p, TurnInterruptParams):
-            return "turn/interrupt", outbound.TurnInterruptParams(
-                threadId=p.thread_id, turnId=p.turn_id
-            )
-        raise ProtocolError(
-            ErrorCode.UNSUPPORTED, f"{request.method} is not translated"
-        )
+        return translate(p)
 
     def _send_codex_request(
         self, method: str, params: msgspec.Struct, native: Request | None
     ) -> ToCodex:
         codex_id = self._next_codex_id
-        data = _ENCODER.encode({"id": codex_id, "method": method, "params": params})
-        _STRICT_REQUEST.decode(data)  # outbound validation: unknown fields forbidden
-        self._next_codex_id += 1
+        strict = _STRICT_REQUESTS.get(method)
+        if strict is not None:
+            # the method's strict ClientRequest variant: built, encoded and
+            # decoded again (outbound validation: unknown fields forbidden)
+            data = _ENCODER.encode(strict[0](id=codex_id, params=params))
+            strict[1].decode(data)
+        else:
+            data = _ENCODER.encode({"id": codex_id, "method": method, "params": params})
+            _STRICT_REQUEST.decode(data)
+        self._next_codex_id = codex_id + 1
         self._pending[codex_id] = _Pending(method=method, native=native)
-        return ToCodex(data=data + b"\n")
+        return ToCodex(data=data + b"\n", id=codex_id)
 
     def _codex_response(self, msg: _CodexIn) -> list[Output]:
         if not isinstance(msg.id, int) or msg.id not in self._pending:
@@ -963,12 +1191,26 @@ class CodexBridge:
                 )
             ]
         # decode and translate first; the pending entry goes only afterwards
+        raw = msg.result if msg.result is not UNSET else msgspec.Raw(b"null")
+        decoder = _RESULT_DECODERS.get(pending.method)
         try:
-            raw = msg.result if msg.result is not UNSET else msgspec.Raw(b"null")
-            result = msgspec.json.decode(raw, type=_CLIENT_TYPES[pending.method][1])
+            if decoder is not None:
+                result = decoder.decode(raw)
+            else:
+                result = msgspec.json.decode(raw, type=_CLIENT_TYPES[pending.method][1])
+        except (msgspec.MsgspecError, ValueError, OverflowError, OSError) as exc:
+            return self._invalid_reply(codex_id, pending, exc)
+        return self._codex_result(codex_id, pending, result)
+
+    def _codex_result(
+        self, codex_id: int, pending: _Pending, result: Any
+    ) -> list[Output]:
+        """A decoded Codex result of a pending request, translated."""
+        native = pending.native
+        try:
             out: list[Output] = []
             if pending.method != "initialize" and native is not None:
-                # every ToNative is encoded (validated) as it is built
+                # every ToNative is validated (result and envelope) as it is built
                 out = self._native_result(native, result)
         except (
             msgspec.MsgspecError,
@@ -977,25 +1219,7 @@ class CodexBridge:
             OverflowError,
             OSError,
         ) as exc:
-            del self._pending[codex_id]
-            reason = _clean(str(exc), 512)
-            report = BridgeReport(
-                kind="invalid_reply", method=pending.method, message=reason
-            )
-            if pending.method == "initialize":
-                self._codex = "fresh" if native is not None else "down"
-            if native is None:
-                return [report]
-            return [
-                _error(
-                    native,
-                    ErrorCode.INVALID_RESULT,
-                    f"Codex {pending.method} returned an invalid result",
-                    codex_method=pending.method,
-                    reason=reason,
-                ),
-                report,
-            ]
+            return self._invalid_reply(codex_id, pending, exc)
         del self._pending[codex_id]
         if pending.method == "initialize":
             self._codex = "ready"
@@ -1006,53 +1230,53 @@ class CodexBridge:
                 out.extend(self._session_started(native))
         return out
 
+    def _invalid_reply(
+        self, codex_id: int, pending: _Pending, exc: Exception
+    ) -> list[Output]:
+        """A Codex result that does not decode or translate: answered, reported."""
+        native = pending.native
+        del self._pending[codex_id]
+        reason = _clean(str(exc), 512)
+        report = BridgeReport(
+            kind="invalid_reply", method=pending.method, message=reason
+        )
+        if pending.method == "initialize":
+            self._codex = "fresh" if native is not None else "down"
+        if native is None:
+            return [report]
+        return [
+            _error(
+                native,
+                ErrorCode.INVALID_RESULT,
+                f"Codex {pending.method} returned an invalid result",
+                codex_method=pending.method,
+                reason=reason,
+            ),
+            report,
+        ]
+
     def _native_result(self, native: Request, result: Any) -> list[Output]:
         p = native.params
-        if isinstance(p, ThreadStartParams):
-            return [_reply(native, ThreadStartResult(thread=_thread(result.thread)))]
-        if isinstance(p, ThreadResumeParams):
-            return [_reply(native, ThreadResumeResult(thread=_thread(result.thread)))]
-        if isinstance(p, ThreadReadParams):
-            codex_turns = result.thread.turns or []
-            turns = [
-                _turn(t, result.thread.id) for t in codex_turns[-MAX_THREAD_READ_TURNS:]
-            ]
-            out: list[Output] = [
-                _reply(
-                    native, ThreadReadResult(thread=_thread(result.thread), turns=turns)
-                )
-            ]
-            if len(codex_turns) > MAX_THREAD_READ_TURNS:
-                out.append(
-                    BridgeReport(
-                        kind="truncated",
-                        method="thread/read",
-                        message=f"kept the newest {MAX_THREAD_READ_TURNS} of "
-                        f"{len(codex_turns)} turns",
-                    )
-                )
-            return out
-        if isinstance(p, TurnStartParams):
-            return [
-                _reply(native, TurnStartResult(turn=_turn(result.turn, p.thread_id)))
-            ]
-        if isinstance(p, TurnSteerParams):
-            turn = Turn(
-                turn_id=result.turnId, thread_id=p.thread_id, status="in_progress"
+        translate = _TO_NATIVE.get(type(p))
+        if translate is None:
+            translate = next(
+                (fn for tp, fn in _TO_NATIVE.items() if isinstance(p, tp)), None
             )
-            return [_reply(native, TurnSteerResult(turn=turn))]
-        if isinstance(p, TurnInterruptParams):
-            return [
-                _reply(
-                    native,
-                    TurnInterruptResult(
-                        thread_id=p.thread_id,
-                        turn_id=p.turn_id,
-                        interrupt_status="requested",
-                    ),
-                )
-            ]
-        return [_error(native, ErrorCode.INTERNAL_ERROR, "untranslated Codex result")]
+            if translate is None:
+                return [
+                    _error(
+                        native, ErrorCode.INTERNAL_ERROR, "untranslated Codex result"
+                    )
+                ]
+        native_result, report = translate(p, result)
+        # the result's bytes (as the envelope carries them) against its
+        # method's native schema, as the native peer's decode_result checks
+        # them: a Codex value the schema cannot carry (a 300-byte turn id) is
+        # an invalid reply, never a response the peer must refuse; then the
+        # envelope by the core encoder
+        decode_result(native.method, msgspec.Raw(_ENCODER.encode(native_result)))
+        reply = _reply(native, native_result)
+        return [reply] if report is None else [reply, report]
 
     def _sequenced(
         self, thread_id: str, method: str, params: msgspec.Struct, group: str
@@ -1156,14 +1380,21 @@ class CodexBridge:
         params = _NOTIFICATION_DECODERS[method].decode(
             raw if raw is not UNSET else b"{}"
         )
+        return self._translate_notification(method, native, params)
+
+    def _translate_notification(
+        self, method: str, native: str, params: Any
+    ) -> list[Output]:
+        """A decoded translated Codex notification (``native``: its table row)."""
         if native == "item/delta":  # the most frequent by far: tested first
             delta = params.delta
             if len(delta) <= MAX_DELTA_CHARS:
+                thread_id = params.threadId
                 return self._sequenced(
-                    params.threadId,
+                    thread_id,
                     native,
                     ItemDeltaParams(
-                        thread_id=params.threadId,
+                        thread_id=thread_id,
                         turn_id=params.turnId,
                         item_id=params.itemId,
                         delta=delta,
@@ -1243,7 +1474,7 @@ class CodexBridge:
                 "message": f"samgita bridge: {method} is {reason}",
             },
         }
-        return ToCodex(data=_ENCODER.encode(body) + b"\n")
+        return ToCodex(data=_ENCODER.encode(body) + b"\n", id=codex_id)
 
     def _codex_server_request(
         self,
