@@ -277,3 +277,34 @@ def test_forwarding_follows_the_negotiated_groups_and_the_link() -> None:
     )
     assert isinstance(out, ToNative)
     assert out.message.error.code == ErrorCode.DISCONNECTED  # type: ignore[union-attr]
+
+
+def test_the_strict_variant_decoders_agree_with_the_client_request_union() -> None:
+    union = bridge_module._STRICT_REQUEST
+    assert set(bridge_module._STRICT_REQUESTS) == set(bridge_module._SENT_METHODS)
+    seen = set()
+    for name, approve in [("turn", None), ("interrupt", None)]:
+        _, sent = _played(name, approve)
+        for msg in sent:
+            if "method" not in msg or "id" not in msg:
+                continue
+            variant, decoder = bridge_module._STRICT_REQUESTS[msg["method"]]
+            line = json.dumps(msg).encode()
+            assert type(union.decode(line)) is variant
+            assert decoder.decode(line) == union.decode(line)
+            seen.add(msg["method"])
+            # unknown fields are forbidden by both, in params and at the top
+            for bad in (
+                dict(msg, params=dict(msg["params"], typo=1)),
+                dict(msg, typo=1),
+            ):
+                bad_line = json.dumps(bad).encode()
+                with pytest.raises(msgspec.ValidationError):
+                    union.decode(bad_line)
+                with pytest.raises(msgspec.ValidationError):
+                    decoder.decode(bad_line)
+            # another method's tag is refused by the variant's decoder
+            other = json.dumps(dict(msg, method="thread/list")).encode()
+            with pytest.raises(msgspec.ValidationError):
+                decoder.decode(other)
+    assert {"initialize", "thread/start", "turn/start", "turn/interrupt"} <= seen
