@@ -8,7 +8,7 @@ Invariant: a handed-out mutation is in exactly one of ``pending``,
 Nothing here ever re-sends a request.
 
 Every method either raises before changing anything or cannot fail: checks
-(:meth:`Outbox.choose_id`, :meth:`Outbox.check`, :meth:`Outbox.match`) are
+(:meth:`Outbox.next_id`, :meth:`Outbox.match`) are
 separate from the mutations that follow them (:meth:`Outbox.put`,
 :meth:`Outbox.settle`, :meth:`Outbox.abandon`).
 """
@@ -137,74 +137,46 @@ class Outbox:
 
     # -- handing out ---------------------------------------------------------------
 
-    def choose_id(self, explicit: str | None) -> tuple[str, int]:
-        """The id for the next request and the id counter after it (nothing
-        is changed: :meth:`put` commits the counter).
+    def next_id(self, explicit: str | None, mutation: bool) -> tuple[str, int]:
+        """The id for the next request and the id counter after it, checked
+        for reuse and bounds before anything is recorded (nothing is
+        changed: :meth:`put` commits the counter).
 
-        A default id skips ids an explicit id already took (ids in use are
-        bounded, and default ids never repeat, so this ends). A custom
-        generator's id is taken as it is.
+        A default id (``"c2-17"``) is new by construction while no explicit
+        or custom id was used (the counter only grows and the generation is
+        in the id); otherwise it skips ids an explicit id already took (ids
+        in use are bounded, and default ids never repeat, so this ends). An
+        explicit id, or a custom generator's, is taken as it is and refused
+        when in use.
 
         Raises:
             TypeError: a custom generator returned a non-string.
+            ProtocolError: ``conflict`` (an explicit or generated id that is
+                pending, windowed or uncertain), ``limit_exceeded``
+                (``max_outstanding_requests``; ``max_uncertain_commands``,
+                counting pending mutations so a later disconnect can never
+                overflow ``uncertain``).
         """
+        counter = self._counter
         if explicit is not None:
-            return explicit, self._counter
-        counter = self._counter + 1
-        generator = self._id_generator
-        if generator is not None:
-            request_id = generator(self._generation, counter)
+            request_id = explicit
+        elif self._id_generator is not None:
+            counter += 1
+            request_id = self._id_generator(self._generation, counter)
             if not isinstance(request_id, str):
                 raise TypeError(
                     f"expected id_generator to return a string, got: {request_id!r}"
                 )
-            return request_id, counter
-        request_id = self._id_prefix + str(counter)
-        if self._explicit_ids:
-            while self.in_use(request_id):
-                counter += 1
-                request_id = self._id_prefix + str(counter)
-        return request_id, counter
-
-    def next_id(self, explicit: str | None, mutation: bool) -> tuple[str, int]:
-        """:meth:`choose_id` and then :meth:`check` of that id, in one call.
-
-        Raises:
-            TypeError, ProtocolError: as those two.
-        """
-        if explicit is None and self._id_generator is None:
-            # The common case: a default id, new by construction (see check).
-            counter = self._counter + 1
+        else:
+            counter += 1
             request_id = self._id_prefix + str(counter)
             if self._explicit_ids:
                 while self.in_use(request_id):
                     counter += 1
                     request_id = self._id_prefix + str(counter)
-            if len(self.pending) >= self._max_outstanding:
-                raise limit_error("max_outstanding_requests", self._max_outstanding)
-            if (
-                mutation
-                and self._pending_mutations + len(self.uncertain) >= self._max_uncertain
-            ):
-                raise limit_error("max_uncertain_commands", self._max_uncertain)
-            return request_id, counter
-        request_id, counter = self.choose_id(explicit)
-        self.check(request_id, mutation, generated=explicit is None)
-        return request_id, counter
-
-    def check(self, request_id: str, mutation: bool, *, generated: bool) -> None:
-        """Identity reuse and bounds, before anything is recorded.
-
-        Raises:
-            ProtocolError: ``conflict`` (the id is pending, windowed or
-                uncertain), ``limit_exceeded`` (``max_outstanding_requests``;
-                ``max_uncertain_commands``, counting pending mutations so a
-                later disconnect can never overflow ``uncertain``).
-        """
-        # A default id ("c2-17") is new by construction while no explicit or
-        # custom id was used: the counter only grows and the generation is
-        # in the id. choose_id already skipped taken ids otherwise.
-        if not (generated and self._id_generator is None) and self.in_use(request_id):
+        if (explicit is not None or self._id_generator is not None) and self.in_use(
+            request_id
+        ):
             raise ProtocolError(
                 ErrorCode.CONFLICT,
                 "request id is already in use on this connection",
@@ -217,6 +189,7 @@ class Outbox:
             and self._pending_mutations + len(self.uncertain) >= self._max_uncertain
         ):
             raise limit_error("max_uncertain_commands", self._max_uncertain)
+        return request_id, counter
 
     def put(
         self,

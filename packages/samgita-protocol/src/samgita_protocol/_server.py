@@ -128,7 +128,9 @@ def _is_id(value: object) -> bool:
         return False
 
 
-def _error_response(request: Request, error: ProtocolError) -> Response:
+def _reply(request: Request, *, result: Any = UNSET, error: Any = UNSET) -> Response:
+    """The response to ``request``: its identity echoed exactly, with
+    ``result`` or ``error``."""
     return Response(
         id=request.id,
         correlation_id=request.correlation_id,
@@ -136,8 +138,13 @@ def _error_response(request: Request, error: ProtocolError) -> Response:
         causation_id=request.causation_id,
         project_ref=request.project_ref,
         task_ref=request.task_ref,
-        error=error.to_wire(),
+        result=result,
+        error=error,
     )
+
+
+def _error_response(request: Request, error: ProtocolError) -> Response:
+    return _reply(request, error=error.to_wire())
 
 
 #: The error object of every response the Server substitutes for a failed
@@ -147,28 +154,8 @@ _INTERNAL_WIRE: Final = ProtocolError(
 ).to_wire()
 
 
-def _result_response(request: Request, result: Any) -> Response:
-    return Response(
-        id=request.id,
-        correlation_id=request.correlation_id,
-        command_id=request.command_id,
-        causation_id=request.causation_id,
-        project_ref=request.project_ref,
-        task_ref=request.task_ref,
-        result=result,
-    )
-
-
 def _internal(request: Request) -> Response:
-    return Response(
-        id=request.id,
-        correlation_id=request.correlation_id,
-        command_id=request.command_id,
-        causation_id=request.causation_id,
-        project_ref=request.project_ref,
-        task_ref=request.task_ref,
-        error=_INTERNAL_WIRE,
-    )
+    return _reply(request, error=_INTERNAL_WIRE)
 
 
 class _Emitter:
@@ -743,15 +730,7 @@ class Server:
         fact about the request, not a bug."""
         try:
             plan = RESULT_PLANS.get(request.method)
-            response = Response(
-                id=request.id,
-                correlation_id=request.correlation_id,
-                command_id=request.command_id,
-                causation_id=request.causation_id,
-                project_ref=request.project_ref,
-                task_ref=request.task_ref,
-                result=outcome,
-            )
+            response = _reply(request, result=outcome)
             checked = None if plan is None else checked_response(plan, response)
             if checked is not None:
                 # The common case: the response's own bytes validated in one
@@ -766,7 +745,7 @@ class Server:
                     plan.rule(request.params, result, now, "local")
             else:  # not the shortcut's case: the general check
                 result = decode_result(request.method, outcome)
-                response = _result_response(request, result)
+                response = _reply(request, result=result)
                 # The envelope echoes a validated request and decode_result
                 # validated the result: only the size is left to check.
                 wire = encode_unchecked(response)
@@ -787,7 +766,7 @@ class Server:
             return _internal(request), None
         if copy and checked is not None:
             # What the caller is handed must not share the handler's objects.
-            response = _result_response(request, result)
+            response = _reply(request, result=result)
         return response, wire
 
     # -- responses to server-initiated requests ---------------------------------------
