@@ -19,6 +19,7 @@ from samgita_protocol._contract import (
     wall_clock,
 )
 from samgita_protocol._errors import ErrorCode, ProtocolError
+from samgita_protocol._results import convert_params
 from samgita_protocol._schema import (
     ApprovalRequestParams,
     InitializeParams,
@@ -27,7 +28,6 @@ from samgita_protocol._schema import (
     Response,
     StreamResumeParams,
     StreamResumeResult,
-    convert_params,
 )
 
 ACTION = {"kind": "shell.exec", "description": "Run"}
@@ -169,7 +169,7 @@ def _page(
     raw = msgspec.json.encode(
         {"stream_id": "s", "cursor": cursor, "events": events, "has_more": has_more}
     )
-    from samgita_protocol._schema import decode_result
+    from samgita_protocol._results import decode_result
 
     result = decode_result("stream/resume", msgspec.Raw(raw))
     assert isinstance(result, StreamResumeResult)

@@ -31,6 +31,7 @@ from samgita_protocol._hotpath import (
     typed_response,
 )
 from samgita_protocol._jsonscan import MAX_DEPTH
+from samgita_protocol._results import decode_result
 from samgita_protocol._schema import (
     Action,
     ApprovalRequestResult,
@@ -39,7 +40,6 @@ from samgita_protocol._schema import (
     Notification,
     Request,
     Response,
-    decode_result,
 )
 
 INPUT = [{"type": "text", "text": "hello world"}]

@@ -18,6 +18,7 @@ from ._errors import ErrorCode, Origin, ProtocolError
 from ._handler import Handler, RequestContext
 from ._rawjson import load_json
 from ._replay import Replay
+from ._results import convert_params, decode_result, validate
 from ._schema import (
     CAPABILITY_GROUPS,
     MAX_CURSOR,
@@ -71,10 +72,7 @@ from ._schema import (
     TurnStartResult,
     TurnSteerParams,
     TurnSteerResult,
-    convert_params,
-    decode_result,
     request_methods,
-    validate,
 )
 from ._server import Server
 

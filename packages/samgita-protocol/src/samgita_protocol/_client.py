@@ -64,6 +64,7 @@ from samgita_protocol._hotpath import (
 )
 from samgita_protocol._options import Limits, check_id, check_limits
 from samgita_protocol._outbox import DUPLICATE, Outbox, Pending, limit_error
+from samgita_protocol._results import convert_params, decode_result
 from samgita_protocol._schema import (
     CAPABILITY_GROUPS,
     METHODS,
@@ -75,8 +76,6 @@ from samgita_protocol._schema import (
     Request,
     Response,
     StreamResumeResult,
-    convert_params,
-    decode_result,
 )
 from samgita_protocol._streams import ClientStreams
 from samgita_protocol._windows import (

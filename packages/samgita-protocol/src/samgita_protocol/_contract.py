@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from samgita_protocol._errors import ErrorCode, ProtocolError
+from samgita_protocol._results import decode_result
 from samgita_protocol._schema import (
     InitializeParams,
     InitializeResult,
@@ -32,7 +33,6 @@ from samgita_protocol._schema import (
     Response,
     StreamResumeParams,
     StreamResumeResult,
-    decode_result,
 )
 
 __all__ = [

@@ -23,7 +23,7 @@ from ._jsonscan import (
     pointer_segment,
     short_path,
 )
-from ._schema import METHODS, MethodSpec, Notification, StreamResumeResult
+from ._schema import METHODS, Message, MethodSpec, Notification, StreamResumeResult
 from ._validate import (
     ANY_DECODER,
     ENCODER,
@@ -74,7 +74,18 @@ def _check_json_bytes(data: bytes, prefix: str) -> None:
 def convert_params(
     method: str, value: msgspec.Struct | Mapping[str, Any]
 ) -> msgspec.Struct:
-    """See ``samgita_protocol.convert_params``."""
+    """The validated params Struct of ``method`` from a params Struct or a
+    mapping of wire field names (as JSON would carry them).
+
+    Raises:
+        ProtocolError: ``unknown_method`` for an undefined method;
+            ``invalid_params`` when ``value`` is neither a mapping nor the
+            method's params Struct; ``unknown_field``, ``missing_field``,
+            ``invalid_field``, ``invalid_utf8``, ``depth_exceeded``,
+            ``task_ref_without_project_ref`` for content that violates the
+            schema (``data.path`` names the field, rooted at ``/params``).
+            Origin ``local``.
+    """
     spec = METHODS.get(method)
     if spec is None:
         raise ProtocolError(
@@ -105,7 +116,17 @@ def convert_params(
 def decode_result(
     method: str, raw: msgspec.Raw | msgspec.Struct | Mapping[str, Any]
 ) -> Any:
-    """See ``samgita_protocol.decode_result``."""
+    """The validated result Struct of request ``method`` from a response's
+    raw ``result`` (as ``decode`` leaves it), a result Struct or a mapping.
+
+    Raises:
+        ProtocolError: ``invalid_result`` (origin ``peer``) when the result
+            violates the method's result schema; ``data.reason`` holds the
+            underlying code (``unknown_field``, ``missing_field``,
+            ``invalid_field``, ``duplicate_key``, ...) and ``data.path`` the
+            JSON pointer. ``unknown_method`` (origin ``local``) when ``method``
+            is not a request method.
+    """
     spec = METHODS.get(method)
     if spec is None or spec.result is None:
         raise ProtocolError(
@@ -254,6 +275,20 @@ def json_problem(value: Any, path: str) -> ProtocolError | None:
         f"a {type(value).__name__} is not a JSON value",
         data={"path": short_path(path)},
     )
+
+
+def validate(message: Message) -> Message:
+    """Checks a locally built message with every rule ``encode`` applies
+    (the rules of ``decode`` on its encoding, and no value that JSON would
+    change) except the size bound, and returns it unchanged.
+
+    Raises:
+        ProtocolError: with origin ``local`` and the code ``encode`` would
+            give (``invalid_message`` when it is not a Request, Response or
+            Notification).
+    """
+    validate_message(message)
+    return message
 
 
 def validate_message(message: object) -> bytes:

@@ -79,10 +79,7 @@ __all__ = [
     "TurnStartedParams",
     "TurnSteerParams",
     "TurnSteerResult",
-    "convert_params",
-    "decode_result",
     "request_methods",
-    "validate",
 ]
 
 SCHEMA_VERSION: Final = "1.0"
@@ -838,58 +835,3 @@ def request_methods(group: str) -> frozenset[str]:
 
 
 # -- validation helpers (implemented with the codec's checks) ----------------------
-
-
-def convert_params(
-    method: str, value: msgspec.Struct | Mapping[str, Any]
-) -> msgspec.Struct:
-    """The validated params Struct of ``method`` from a params Struct or a
-    mapping of wire field names (as JSON would carry them).
-
-    Raises:
-        ProtocolError: ``unknown_method`` for an undefined method;
-            ``invalid_params`` when ``value`` is neither a mapping nor the
-            method's params Struct; ``unknown_field``, ``missing_field``,
-            ``invalid_field``, ``invalid_utf8``, ``depth_exceeded``,
-            ``task_ref_without_project_ref`` for content that violates the
-            schema (``data.path`` names the field, rooted at ``/params``).
-            Origin ``local``.
-    """
-    from ._results import convert_params as impl
-
-    return impl(method, value)
-
-
-def decode_result(
-    method: str, raw: msgspec.Raw | msgspec.Struct | Mapping[str, Any]
-) -> Any:
-    """The validated result Struct of request ``method`` from a response's
-    raw ``result`` (as ``decode`` leaves it), a result Struct or a mapping.
-
-    Raises:
-        ProtocolError: ``invalid_result`` (origin ``peer``) when the result
-            violates the method's result schema; ``data.reason`` holds the
-            underlying code (``unknown_field``, ``missing_field``,
-            ``invalid_field``, ``duplicate_key``, ...) and ``data.path`` the
-            JSON pointer. ``unknown_method`` (origin ``local``) when ``method``
-            is not a request method.
-    """
-    from ._results import decode_result as impl
-
-    return impl(method, raw)
-
-
-def validate(message: Message) -> Message:
-    """Checks a locally built message with every rule ``encode`` applies
-    (the rules of ``decode`` on its encoding, and no value that JSON would
-    change) except the size bound, and returns it unchanged.
-
-    Raises:
-        ProtocolError: with origin ``local`` and the code ``encode`` would
-            give (``invalid_message`` when it is not a Request, Response or
-            Notification).
-    """
-    from ._results import validate_message
-
-    validate_message(message)
-    return message

@@ -39,6 +39,7 @@ from ._handler import (
 from ._hotpath import RESULT_PLANS, WireCache, checked_response, send_wire
 from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits
 from ._outbox import DUPLICATE, Outbox
+from ._results import convert_params, decode_result
 from ._schema import (
     CAPABILITY_GROUPS,
     METHODS,
@@ -51,8 +52,6 @@ from ._schema import (
     Notification,
     Request,
     Response,
-    convert_params,
-    decode_result,
     request_methods,
 )
 from ._streams import ServerPositions
