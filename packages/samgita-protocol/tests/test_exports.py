@@ -79,6 +79,7 @@ EXPECTED: dict[str, frozenset[str]] = {
         {"DEFAULT_MAX_MESSAGE_BYTES", "MAX_DEPTH", "decode", "encode"}
     ),
     "raw JSON (_rawjson)": frozenset({"load_json"}),
+    "result-checked response encoding (_hotpath)": frozenset({"encode_response"}),
     "connection (_client, _server, _handler, _effects)": frozenset(
         {
             "Client",

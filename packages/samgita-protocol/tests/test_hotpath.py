@@ -27,6 +27,7 @@ from samgita_protocol._hotpath import (
     WireCache,
     checked_response,
     checked_wire,
+    encode_response,
     send_wire,
     typed_response,
 )
@@ -570,3 +571,79 @@ def test_checked_response_never_accepts_what_decode_result_refuses(
                 assert proven is None, mutated
                 continue
             assert proven is None or proven == expected, mutated
+
+
+# -- encode_response ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("method", "wire"), RESPONSES)
+def test_encode_response_is_encode_for_valid_results(method: str, wire: bytes) -> None:
+    general, result = _general(method, wire)
+    response = msgspec.structs.replace(general, result=result)
+    assert encode_response(response, method) == encode(response)
+
+
+@pytest.mark.parametrize(("method", "wire"), RESPONSES)
+def test_encode_response_refuses_what_decode_result_refuses(
+    method: str, wire: bytes
+) -> None:
+    general, result = _general(method, wire)
+    for field in msgspec.structs.fields(type(result)):
+        for value in [*_BAD_VALUES, msgspec.UNSET]:
+            try:
+                mutated = msgspec.structs.replace(result, **{field.name: value})
+            except (TypeError, ValueError):
+                continue
+            response = msgspec.structs.replace(general, result=mutated)
+            try:
+                expected: bytes | ErrorCode = encode(response)
+                decode_result(method, mutated)
+            except ProtocolError as exc:
+                expected = exc.code
+            try:
+                got: bytes | ErrorCode = encode_response(response, method)
+            except ProtocolError as exc:
+                assert exc.origin == "local"
+                got = exc.code
+            assert got == expected, mutated
+    # the envelope is the caller's too: checked as encode checks it
+    for changes in [
+        {"correlation_id": ""},
+        {"correlation_id": uuid.UUID(int=1)},
+        {"task_ref": "t", "project_ref": msgspec.UNSET},
+    ]:
+        bad = msgspec.structs.replace(general, result=result, **changes)
+        with pytest.raises(ProtocolError) as info:
+            encode(bad)
+        with pytest.raises(ProtocolError) as again:
+            encode_response(bad, method)
+        assert again.value.code == info.value.code
+
+
+def test_encode_response_of_errors_sizes_and_methods() -> None:
+    error = Response(
+        id="r1",
+        correlation_id="r1",
+        error=ProtocolError(ErrorCode.NOT_FOUND, "no").to_wire(),
+    )
+    assert encode_response(error, "thread/read") == encode(error)
+    ok = Response(
+        id="r1",
+        correlation_id="r1",
+        result=CancelResult(request_id="x", cancel_status="requested"),
+    )
+    size = len(encode(ok))
+    assert encode_response(ok, "request/cancel", max_message_bytes=size) == encode(ok)
+    with pytest.raises(ProtocolError) as info:
+        encode_response(ok, "request/cancel", max_message_bytes=size - 1)
+    assert info.value.code == ErrorCode.MESSAGE_TOO_LARGE
+    with pytest.raises(ProtocolError) as info:
+        encode_response(ok, "thread/read")  # a CancelResult is not a read result
+    assert info.value.code == ErrorCode.INVALID_RESULT
+    assert info.value.origin == "local"
+    for method in ("no/such", "item/delta"):
+        with pytest.raises(ProtocolError) as info:
+            encode_response(ok, method)
+        assert info.value.code == ErrorCode.UNKNOWN_METHOD
+    with pytest.raises(TypeError):
+        encode_response(ok, "request/cancel", max_message_bytes="1")  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ from ._effects import (
 )
 from ._errors import ErrorCode, Origin, ProtocolError
 from ._handler import Handler, RequestContext
+from ._hotpath import encode_response
 from ._rawjson import load_json
 from ._replay import Replay
 from ._results import convert_params, decode_result, validate
@@ -82,6 +83,7 @@ __all__ = [
     "MAX_DEPTH",
     "decode",
     "encode",
+    "encode_response",
     # untyped JSON under the codec's byte-level rules (_rawjson)
     "load_json",
     # errors (_errors)

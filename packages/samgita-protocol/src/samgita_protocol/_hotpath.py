@@ -19,10 +19,11 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET
 
-from ._codec import FAST, Fast, encode, typed_envelope
+from ._codec import DEFAULT_MAX_MESSAGE_BYTES, FAST, Fast, encode, typed_envelope
 from ._contract import RULES, Origin
-from ._errors import ProtocolError
+from ._errors import ErrorCode, ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
+from ._results import decode_result
 from ._schema import METHODS, Notification, Request, Response, StreamResumeResult
 from ._validate import (
     ENCODER,
@@ -40,6 +41,7 @@ __all__ = [
     "WireCache",
     "checked_response",
     "checked_wire",
+    "encode_response",
     "send_wire",
     "typed_response",
 ]
@@ -49,6 +51,9 @@ __all__ = [
 RESPONSE_PREFIX: Final = b'{"type":"response","schema_version":"1.0","id":"'
 
 _FAILURES: Final = (ValueError, TypeError, OverflowError, RecursionError)
+_astuple: Final = msgspec.structs.astuple
+# checked_response compares a response with its typed envelope by position.
+assert Response.__struct_fields__[-1] == "error"
 
 
 class ResultPlan(typing.NamedTuple):
@@ -133,23 +138,28 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
 
 
 def checked_response(plan: ResultPlan, response: Response) -> tuple[bytes, Any] | None:
-    """The wire bytes of ``response`` (built by the host around its result
-    Struct) and the result as ``decode_result`` makes it, or ``None``.
+    """The wire bytes of ``response`` (a result response built around the
+    method's result Struct) and the result as ``decode_result`` makes it,
+    or ``None`` (then the general path, ``encode`` and ``decode_result``,
+    decides).
 
-    ``decode_result`` encodes the result, checks the bytes (UTF-8, depth,
+    ``encode`` checks the envelope by decoding the bytes, ``decode_result``
+    the result: it encodes the result, checks the bytes (UTF-8, depth,
     repeated keys), decodes them with the method's result decoder, walks
     the result and refuses a value that is not equal to what it decoded
     to. Here the response's bytes are msgspec's encoding of Structs (valid
-    UTF-8: an unencodable string raises), decoded by the typed response
-    decoder (the method's result type inside the envelope, so the same
-    constraints), and the decoded result must equal the given one: JSON
-    decodes to string keys only, so an equal value holds no two keys of one
-    object that encode alike, and therefore the bytes repeat no key. Depth
-    (the result is the envelope's only container, one level down) and the
-    walk are the same. The envelope echoes a validated request.
+    UTF-8: an unencodable string raises; no default filled in), pure ASCII
+    (no identity byte length to check), decoded by the typed response
+    decoder (the envelope's fields and the method's result type, so the
+    same constraints), with ``task_ref`` only beside ``project_ref``, and
+    what decoded must equal the response field by field: JSON decodes to
+    string keys only, so an equal value holds no two keys of one object
+    that encode alike, and therefore the bytes repeat no key. Depth (the
+    result is the envelope's only container, one level down) and the walk
+    are the same.
     """
     value = response.result
-    if type(value) is not plan.result:
+    if type(value) is not plan.result or response.error is not UNSET:
         return None
     try:
         wire = ENCODER.encode(response)
@@ -158,22 +168,66 @@ def checked_response(plan: ResultPlan, response: Response) -> tuple[bytes, Any] 
             return None
         if plan.free_form and not depth_within(wire, MAX_DEPTH):
             return None
-        result = plan.response.decode(wire).result
+        typed = plan.response.decode(wire)
         if plan.walk:
-            check_struct(result, "/result", True)
+            check_struct(typed.result, "/result", True)
     except (*_FAILURES, ProtocolError):
         return None
-    if result != value:
+    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
         return None
-    return wire, result
+    # Every field but ``error`` (the last; absent from the typed envelope).
+    if _astuple(typed) != _astuple(response)[:-1]:
+        return None
+    return wire, typed.result
+
+
+def encode_response(
+    response: Response,
+    method: str,
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+) -> bytes:
+    """``encode(response)`` that also checks a ``result`` against the
+    result schema of ``method``, the request method it answers (what the
+    peer's ``decode_result`` will check); an error response is only
+    encoded. For a host or bridge that builds responses itself (a `Server`
+    checks its handler's results the same way).
+
+    Raises:
+        ProtocolError: origin ``local``: the codes of ``encode``;
+            ``invalid_result`` (``data.reason``, ``data.path``) for a result
+            its method's schema refuses; ``unknown_method`` when ``method``
+            is not a request method.
+        TypeError, ValueError: ``max_message_bytes`` is not an int, or not
+            positive.
+    """
+    plan = RESULT_PLANS.get(method)
+    if plan is not None and type(response) is Response:
+        checked = checked_response(plan, response)
+        if (
+            checked is not None
+            and type(max_message_bytes) is int
+            and 0 < len(checked[0]) <= max_message_bytes
+        ):
+            return checked[0]
+    spec = METHODS.get(method)
+    if spec is None or spec.result is None:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_METHOD, "not a request method", data={"method": method}
+        )
+    wire = encode(response, max_message_bytes=max_message_bytes)
+    if response.result is not UNSET:
+        try:
+            decode_result(method, response.result)
+        except ProtocolError as exc:
+            raise exc.with_origin("local") from None
+    return wire
 
 
 #: Every method's fast-path facts (the codec's table): its envelope with
 #: ``params`` typed as the method's params Struct, so that one decode checks
 #: a whole message.
 SEND_PLANS: Final[Mapping[str, Fast]] = FAST
-
-_astuple: Final = msgspec.structs.astuple
 
 
 def checked_wire(
