@@ -49,7 +49,9 @@ def _load(name: str) -> list[dict[str, Any]]:
 class Harness:
     """Plays a recording's Codex side into the bridge, driving the native side."""
 
-    def __init__(self) -> None:
+    def __init__(self, **context: str) -> None:
+        # context: causation_id, project_ref, task_ref put on every request
+        self.context = context
         self.bridge = CodexBridge(host_id="codex-test", now=lambda: NOW)
         self.native: list[
             Any
@@ -91,6 +93,7 @@ class Harness:
             correlation_id=f"c{self.n}",
             params=params,
             command_id=f"cmd{self.n}" if mutation else msgspec.UNSET,
+            **self.context,
         )
         self.take(self.bridge.native_request(req))
         return req
@@ -326,3 +329,21 @@ def test_approval_settled_by_codex_refuses_a_late_native_answer() -> None:
     assert not [
         m for m in h.codex_sent if "result" in m
     ]  # the bridge never answered itself
+
+
+def test_every_response_echoes_the_whole_request_identity() -> None:
+    # A native client refuses a response that does not echo correlation_id,
+    # command_id, causation_id, project_ref and task_ref exactly.
+    h = Harness(causation_id="why-1", project_ref="proj-1", task_ref="task-1")
+    h.play("turn")
+    responses = [m for m in h.native if isinstance(m, Response)]
+    assert len(responses) >= 3
+    requests = {f"n{i}": None for i in range(1, h.n + 1)}
+    for response in responses:
+        assert response.id in requests
+        assert (response.causation_id, response.project_ref, response.task_ref) == (
+            "why-1",
+            "proj-1",
+            "task-1",
+        )
+        assert response.correlation_id == "c" + response.id[1:]

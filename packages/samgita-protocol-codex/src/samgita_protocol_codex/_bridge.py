@@ -87,6 +87,7 @@ from samgita_protocol import (
     TurnSteerResult,
     decode_result,
     encode,
+    encode_response,
     load_json,
 )
 
@@ -481,27 +482,33 @@ def _to_native(message: Message) -> ToNative:
     return ToNative(message=message, data=encode(message))
 
 
+def _response(request: Request, *, result: Any = UNSET, error: Any = UNSET) -> Response:
+    """The response to a native request: its identity echoed exactly (every
+    echoed field, as the native client checks), with ``result`` or ``error``."""
+    return Response(
+        id=request.id,
+        correlation_id=request.correlation_id,
+        command_id=request.command_id,
+        causation_id=request.causation_id,
+        project_ref=request.project_ref,
+        task_ref=request.task_ref,
+        result=result,
+        error=error,
+    )
+
+
 def _error(request: Request, code: ErrorCode, message: str, **data: Any) -> ToNative:
     error = ErrorObject(code=code, message=message, data=data or UNSET)
-    return _to_native(
-        Response(
-            id=request.id,
-            correlation_id=request.correlation_id,
-            command_id=request.command_id,
-            error=error,
-        )
-    )
+    return _to_native(_response(request, error=error))
 
 
 def _reply(request: Request, result: msgspec.Struct) -> ToNative:
-    return _to_native(
-        Response(
-            id=request.id,
-            correlation_id=request.correlation_id,
-            command_id=request.command_id,
-            result=result,
-        )
-    )
+    """A translated result: its bytes checked against the method's native
+    result schema too (what the native peer's ``decode_result`` checks: a
+    Codex value the schema cannot carry, a 300-byte turn id say, is an
+    invalid reply, never a response the peer must refuse)."""
+    response = _response(request, result=result)
+    return ToNative(message=response, data=encode_response(response, request.method))
 
 
 def _expired_report(rid: str, approval: _Approval) -> BridgeReport:
@@ -1269,12 +1276,6 @@ class CodexBridge:
                     )
                 ]
         native_result, report = translate(p, result)
-        # the result's bytes (as the envelope carries them) against its
-        # method's native schema, as the native peer's decode_result checks
-        # them: a Codex value the schema cannot carry (a 300-byte turn id) is
-        # an invalid reply, never a response the peer must refuse; then the
-        # envelope by the core encoder
-        decode_result(native.method, msgspec.Raw(_ENCODER.encode(native_result)))
         reply = _reply(native, native_result)
         return [reply] if report is None else [reply, report]
 
