@@ -647,3 +647,72 @@ def test_encode_response_of_errors_sizes_and_methods() -> None:
         assert info.value.code == ErrorCode.UNKNOWN_METHOD
     with pytest.raises(TypeError):
         encode_response(ok, "request/cancel", max_message_bytes="1")  # type: ignore[arg-type]
+
+
+# -- review findings ------------------------------------------------------------------
+
+
+def test_subclassed_messages_are_refused_as_encode_refuses_them() -> None:
+    from samgita_protocol._replay import Replay
+    from samgita_protocol._schema import ItemDeltaParams
+
+    class MyNote(Notification):
+        pass
+
+    note = MyNote(
+        method="item/delta",
+        params=ItemDeltaParams(thread_id="t", turn_id="u", item_id="i", delta="d"),
+    )
+    assert checked_wire(SEND_PLANS["item/delta"], note, 1 << 20) is None
+    with pytest.raises(ProtocolError) as info:
+        encode(note)
+    assert info.value.code == ErrorCode.INVALID_MESSAGE
+    replay = Replay("s1")
+    with pytest.raises(ProtocolError) as info:
+        replay.append(note)
+    assert info.value.code == ErrorCode.INVALID_MESSAGE
+    assert replay.last_cursor == 0
+
+
+def test_request_context_subclasses_compare_and_print_as_themselves() -> None:
+    from samgita_protocol import RequestContext
+
+    class Sub(RequestContext):
+        pass
+
+    fields = {"id": "r1", "correlation_id": "r1", "method": "m", "connection_id": "c"}
+    assert Sub(**fields) == Sub(**fields)
+    assert hash(Sub(**fields)) == hash(Sub(**fields))
+    assert Sub(**fields) != RequestContext(**fields)
+    assert RequestContext(**fields) != Sub(**fields)
+    assert repr(Sub(**fields)).startswith("Sub(id='r1'")
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b'"\xff"', ErrorCode.INVALID_UTF8),
+        (b'{"a":1,"a":2}', ErrorCode.DUPLICATE_KEY),
+        (b'{"a":1', ErrorCode.INVALID_JSON),
+        (b"[" * 40 + b"]" * 40, ErrorCode.DEPTH_EXCEEDED),
+    ],
+)
+def test_raw_json_inside_free_form_params_is_checked_like_input(
+    raw: bytes, code: ErrorCode
+) -> None:
+    from samgita_protocol._results import convert_params
+    from samgita_protocol._schema import Action, ApprovalRequestParams
+
+    params = ApprovalRequestParams(
+        approval_id="a1",
+        action=Action(kind="exec", description="run", details={"x": msgspec.Raw(raw)}),
+        deadline="2026-12-03T10:00:00Z",
+    )
+    with pytest.raises(ProtocolError) as info:
+        convert_params("approval/request", params)
+    assert info.value.code == code
+    assert info.value.origin == "local"
+    # Server.request builds its params the same way: only ProtocolError.
+    with pytest.raises(ProtocolError) as info:
+        ConnectionPair().server.request("approval/request", params)
+    assert info.value.code == code

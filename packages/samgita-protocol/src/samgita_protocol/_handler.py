@@ -96,8 +96,9 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
         )
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not RequestContext:
+        if type(other) is not type(self):
             return NotImplemented
+        assert isinstance(other, RequestContext)
         return self._identity() == other._identity()
 
     def __hash__(self) -> int:
@@ -118,7 +119,7 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
         shown = ", ".join(
             f"{n}={v!r}" for n, v in zip(names, self._identity(), strict=True)
         )
-        return f"RequestContext({shown})"
+        return f"{type(self).__name__}({shown})"
 
     def notify(
         self,

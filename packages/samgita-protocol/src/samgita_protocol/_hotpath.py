@@ -254,7 +254,8 @@ def checked_wire(
     keys that encode alike).
     """
     params = message.params
-    if type(params) is not plan.params_type:
+    # Exactly the envelope and params types (encode refuses a subclass).
+    if type(message) is not plan.envelope or type(params) is not plan.params_type:
         return None
     try:
         wire = ENCODER.encode(message)

@@ -58,9 +58,19 @@ def _as_json(value: object, code: ErrorCode, what: str) -> bytes:
         raise ProtocolError(code, f"{what} is not representable as JSON") from None
 
 
-def _check_json_bytes(data: bytes, prefix: str) -> None:
-    """Depth (relative to a value at ``prefix``) and duplicate keys of JSON
-    ``data`` that msgspec produced or will parse."""
+def _check_json_bytes(data: bytes, prefix: str) -> Any:
+    """The untyped value of JSON ``data`` (encoded from a caller's value, or
+    a peer's raw result) after its UTF-8, depth (relative to a value at
+    ``prefix``), syntax and repeated keys are checked as ``decode`` checks
+    input: msgspec writes valid UTF-8 and unique keys for Python values, but
+    splices a ``msgspec.Raw`` in verbatim."""
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise error(
+                ErrorCode.INVALID_UTF8, "the JSON is not valid UTF-8", prefix
+            ) from None
     base = prefix.count("/")
     if not depth_within(data, MAX_DEPTH - base):
         raise error(
@@ -69,6 +79,17 @@ def _check_json_bytes(data: bytes, prefix: str) -> None:
             prefix,
             max=MAX_DEPTH,
         )
+    try:
+        value = ANY_DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise json_error(data, exc) from None
+    if ENCODER.encode(value) != data and not _keys_unique(data, value):
+        problem = find_duplicate_key(data)
+        if problem is not None and problem.code is ErrorCode.DUPLICATE_KEY:
+            assert problem.data is not None
+            problem.data["path"] = short_path(prefix + problem.data["path"])
+            raise problem
+    return value
 
 
 def convert_params(
@@ -159,24 +180,7 @@ def decode_result(
 
 def _decode_result_bytes(spec: MethodSpec, data: bytes) -> Any:
     ascii_input = ascii_only(data)
-    if not ascii_input:
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise error(
-                ErrorCode.INVALID_UTF8, "result is not valid UTF-8", "/result"
-            ) from None
-    _check_json_bytes(data, "/result")
-    try:
-        value = ANY_DECODER.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise json_error(data, exc) from None
-    if ENCODER.encode(value) != data and not _keys_unique(data, value):
-        problem = find_duplicate_key(data)
-        if problem is not None and problem.code is ErrorCode.DUPLICATE_KEY:
-            assert problem.data is not None
-            problem.data["path"] = short_path("/result" + problem.data["path"])
-            raise problem
+    value = _check_json_bytes(data, "/result")
     try:
         result = RESULT_DECODERS[spec.name].decode(data)
     except msgspec.ValidationError as exc:

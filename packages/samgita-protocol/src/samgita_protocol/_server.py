@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from ._codec import decode, decode_checked, encode, encode_unchecked
-from ._contract import check_result, wall_clock
+from ._contract import RULES, wall_clock
 from ._errors import ErrorCode, ProtocolError
 from ._given import given_message
 from ._handler import (
@@ -733,28 +733,24 @@ class Server:
             checked = None if plan is None else checked_response(plan, response)
             if checked is not None:
                 # The common case: the response's own bytes validated in one
-                # decode (see _hotpath.checked_response), and what the plan
-                # knows of the method's rules.
-                assert plan is not None
+                # decode (see _hotpath.checked_response).
                 wire, result = checked
-                if plan.acceptance and not self._durable:
-                    if result.acceptance == "durable":
-                        return _internal(request), None
-                if plan.rule is not None:
-                    plan.rule(request.params, result, now, "local")
             else:  # not the shortcut's case: the general check
                 result = decode_result(request.method, outcome)
                 response = _reply(request, result=result)
                 # The envelope echoes a validated request and decode_result
                 # validated the result: only the size is left to check.
                 wire = encode_unchecked(response)
-                # Every result carrying acceptance (event.receive, event.status).
-                if (
-                    not self._durable
-                    and getattr(result, "acceptance", None) == "durable"
-                ):
-                    return _internal(request), None
-                check_result(request, result, now=now, origin="local")
+            # Every result carrying acceptance (event.receive, event.status).
+            if (
+                not self._durable
+                and (plan is None or plan.acceptance)
+                and getattr(result, "acceptance", None) == "durable"
+            ):
+                return _internal(request), None
+            rule = RULES.get(request.method) if plan is None else plan.rule
+            if rule is not None:
+                rule(request.params, result, now, "local")
             if len(wire) > self._limits.max_message_bytes:
                 return _internal(request), None
         except ProtocolError as error:
@@ -874,7 +870,10 @@ class Server:
             )
         notification = Notification(
             method=method,
-            params=convert_params(method, params),
+            # A params Struct is proven with the envelope by send_wire below.
+            params=params
+            if type(params) is spec.params
+            else convert_params(method, params),
             stream_id=_unset(stream_id),
             cursor=_unset(cursor),
             correlation_id=_unset(correlation_id),
