@@ -441,3 +441,28 @@ class TestPageBytes:
         assert (r.last_cursor, len(r)) == (1, 1)
         with pytest.raises(ValueError, match="max_message_bytes"):
             Replay("s", max_message_bytes=0)
+
+
+def test_append_encoded_returns_the_bytes_and_keeps_nothing_for_encode() -> None:
+    from samgita_protocol import ItemDeltaParams, Notification, Replay, encode
+
+    replay = Replay("s1", max_events=2)
+    note = Notification(
+        method="item/delta",
+        params=ItemDeltaParams(thread_id="t", turn_id="u", item_id="i", delta="d"),
+    )
+    event, wire = replay.append_encoded(note)
+    assert (event.stream_id, event.cursor) == ("s1", 1)
+    assert wire == encode(event)
+    assert replay.since(0) == [event]
+    # nothing kept: encode() of the event is the module encode (same bytes)
+    assert replay._wire.take(event) is None  # noqa: SLF001
+    assert replay.encode(event) == wire
+    # the bounds still evict the oldest
+    replay.append_encoded(note)
+    replay.append_encoded(note)
+    assert [e.cursor for e in replay.since(1)] == [2, 3]
+    with pytest.raises(ProtocolError) as info:
+        replay.append_encoded(msgspec.structs.replace(event, cursor=9))
+    assert info.value.code == ErrorCode.CURSOR_GAP
+    assert replay.last_cursor == 3

@@ -1295,14 +1295,14 @@ class CodexBridge:
             stream_id=replay.stream_id,
             cursor=replay.last_cursor + 1,
         )
-        replay.append(note)
+        note, data = replay.append_encoded(note)
         if new:
             self._keep_stream(thread_id, replay)
         groups = self._native_groups
         if groups is None or group not in groups:
             return []  # kept in the Replay: stream/resume serves it later
         # the bytes append validated, handed out without a second encode
-        return [ToNative(message=note, data=replay.encode(note))]
+        return [ToNative(message=note, data=data)]
 
     def _sequenced_pieces(
         self, thread_id: str, method: str, pieces: list[msgspec.Struct]

@@ -116,6 +116,10 @@ def _few_brackets(data: bytes, limit: int) -> bool:
     first bracket over the limit. Short input is counted (fewer calls)."""
     if len(data) <= _COUNT_BELOW:
         return data.count(b"{") + data.count(b"[") <= limit
+    return _few_brackets_found(data, limit)
+
+
+def _few_brackets_found(data: bytes, limit: int) -> bool:
     found = 0
     find = data.find
     for bracket in (b"{", b"["):
@@ -148,7 +152,11 @@ def colon_count(data: bytes) -> int:
 def depth_within(data: bytes, limit: int = MAX_DEPTH) -> bool:
     """Whether no container in ``data`` (outside string literals) nests deeper
     than ``limit``; cheap when the whole input has at most ``limit`` of them."""
-    if _few_brackets(data, limit):
+    # _few_brackets inline for short input (one call less per message).
+    if len(data) <= _COUNT_BELOW:
+        if data.count(b"{") + data.count(b"[") <= limit:
+            return True
+    elif _few_brackets_found(data, limit):
         return True
     depth = 0
     for m in _BRACKET.finditer(_STRING.sub(b"", data)):

@@ -63,8 +63,10 @@ def load_json(
     """
     # one test on the common path; positive_int names what is wrong
     if (
-        not (type(max_bytes) is int and type(max_depth) is int)
-        or min(max_bytes, max_depth) < 1
+        type(max_bytes) is not int
+        or type(max_depth) is not int
+        or max_bytes < 1
+        or max_depth < 1
     ):
         positive_int("max_bytes", max_bytes)
         positive_int("max_depth", max_depth)

@@ -188,6 +188,19 @@ class Replay:
                 alone is over ``max_message_bytes``), and any code
                 :func:`encode` raises for an invalid notification.
         """
+        event, wire = self.append_encoded(notification)
+        # Kept for encode(event): the bytes validated here, handed out once.
+        self._wire.keep(event, wire)
+        return event
+
+    def append_encoded(self, notification: Notification) -> tuple[Notification, bytes]:
+        """:meth:`append`, returning the retained event and its wire bytes
+        (what ``samgita_protocol.encode`` gives for it, validated and sized
+        here): send those, nothing is kept for :meth:`encode`.
+
+        Raises:
+            ProtocolError: as :meth:`append`; the log is unchanged.
+        """
         if not isinstance(notification, Notification):
             raise ProtocolError(
                 ErrorCode.INVALID_MESSAGE, "only notifications can be replayed"
@@ -235,9 +248,12 @@ class Replay:
         self._sizes.append(size)
         self._last = next_cursor
         self._bytes += size
-        self._evict()
-        self._wire.keep(notification, wire)
-        return notification
+        if (
+            self._last - self._first >= self._max_events
+            or self._bytes > self._max_bytes
+        ):
+            self._evict()
+        return notification, wire
 
     def encode(self, notification: Notification) -> bytes:
         """The wire bytes to send for ``notification``.
@@ -262,14 +278,17 @@ class Replay:
         sizes = self._sizes
         base = self._base
         first = self._first
-        while (
-            self._last - first + 1 > self._max_events or self._bytes > self._max_bytes
-        ):
+        last = self._last
+        held = self._bytes
+        max_events = self._max_events
+        max_bytes = self._max_bytes
+        while last - first + 1 > max_events or held > max_bytes:
             # The newest event always fits both bounds, so it is never evicted.
             events[first - base] = None
-            self._bytes -= sizes[first - base]
+            held -= sizes[first - base]
             sizes[first - base] = 0
             first += 1
+        self._bytes = held
         self._first = first
         dead = first - base
         if dead >= PAGE_SIZE and dead > len(events) - dead:
