@@ -291,10 +291,9 @@ class FakeAgent(core.Handler):
 
     async def _emit(self, entry: _Turn, method: str, params: Any) -> None:
         ephemeral = core.Notification(method=method, params=params)
-        notification = entry.replay.append(ephemeral)
         # The bytes append validated: every subscriber gets them without a
-        # second encode (Replay.encode hands them out once; kept here).
-        wire: bytes | None = None
+        # second encode.
+        _, wire = entry.replay.append_encoded(ephemeral)
         group = core.METHODS[method].group
         for conn in list(entry.subscribers):
             if conn.closed:
@@ -305,8 +304,6 @@ class FakeAgent(core.Handler):
                 continue  # retained for stream/resume; this peer did not negotiate the group
             try:
                 if "streaming.v1" in negotiated:
-                    if wire is None:
-                        wire = entry.replay.encode(notification)
                     await conn.send_encoded(wire)
                 else:
                     # Without streaming.v1 a peer cannot resume, so it gets
