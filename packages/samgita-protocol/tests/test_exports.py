@@ -72,6 +72,7 @@ EXPECTED: dict[str, frozenset[str]] = {
             "convert_params",
             "decode_result",
             "request_methods",
+            "response_to",
             "validate",
         }
     ),

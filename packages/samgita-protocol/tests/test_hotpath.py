@@ -716,3 +716,57 @@ def test_raw_json_inside_free_form_params_is_checked_like_input(
     with pytest.raises(ProtocolError) as info:
         ConnectionPair().server.request("approval/request", params)
     assert info.value.code == code
+
+
+def test_response_to_echoes_the_whole_identity_and_a_client_accepts_it() -> None:
+    from samgita_protocol import Client, ResponseReceived, response_to
+
+    client = Client(capabilities=["cancellation.v1"])
+    init = client.request("connection/initialize", {})
+    client.receive(
+        encode(
+            response_to(
+                init,
+                result=msgspec.convert(
+                    {
+                        "version": "1.0",
+                        "capabilities": ["cancellation.v1"],
+                        "connection_id": "conn-1",
+                        "host_id": "host-1",
+                    },
+                    type=RESULT_PLANS["connection/initialize"].result,
+                ),
+            )
+        )
+    )
+    request = client.request(
+        "request/cancel",
+        {"request_id": "x"},
+        causation_id="why",
+        project_ref="p",
+        task_ref="t",
+    )
+    answer = response_to(
+        request, result=CancelResult(request_id="x", cancel_status="requested")
+    )
+    assert (
+        answer.id,
+        answer.correlation_id,
+        answer.command_id,
+        answer.causation_id,
+        answer.project_ref,
+        answer.task_ref,
+    ) == (
+        request.id,
+        request.correlation_id,
+        request.command_id,
+        "why",
+        "p",
+        "t",
+    )
+    [effect] = client.receive(encode_response(answer, "request/cancel"))
+    assert isinstance(effect, ResponseReceived)
+    error = response_to(
+        request, error=ProtocolError(ErrorCode.NOT_FOUND, "no").to_wire()
+    )
+    assert error.result is msgspec.UNSET and error.error.code == "not_found"

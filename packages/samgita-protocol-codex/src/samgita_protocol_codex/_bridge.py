@@ -89,6 +89,7 @@ from samgita_protocol import (
     encode,
     encode_response,
     load_json,
+    response_to,
 )
 
 from ._generated import inbound, outbound
@@ -482,24 +483,9 @@ def _to_native(message: Message) -> ToNative:
     return ToNative(message=message, data=encode(message))
 
 
-def _response(request: Request, *, result: Any = UNSET, error: Any = UNSET) -> Response:
-    """The response to a native request: its identity echoed exactly (every
-    echoed field, as the native client checks), with ``result`` or ``error``."""
-    return Response(
-        id=request.id,
-        correlation_id=request.correlation_id,
-        command_id=request.command_id,
-        causation_id=request.causation_id,
-        project_ref=request.project_ref,
-        task_ref=request.task_ref,
-        result=result,
-        error=error,
-    )
-
-
 def _error(request: Request, code: ErrorCode, message: str, **data: Any) -> ToNative:
     error = ErrorObject(code=code, message=message, data=data or UNSET)
-    return _to_native(_response(request, error=error))
+    return _to_native(response_to(request, error=error))
 
 
 def _reply(request: Request, result: msgspec.Struct) -> ToNative:
@@ -507,7 +493,7 @@ def _reply(request: Request, result: msgspec.Struct) -> ToNative:
     result schema too (what the native peer's ``decode_result`` checks: a
     Codex value the schema cannot carry, a 300-byte turn id say, is an
     invalid reply, never a response the peer must refuse)."""
-    response = _response(request, result=result)
+    response = response_to(request, result=result)
     return ToNative(message=response, data=encode_response(response, request.method))
 
 

@@ -74,6 +74,7 @@ from ._schema import (
     TurnSteerParams,
     TurnSteerResult,
     request_methods,
+    response_to,
 )
 from ._server import Server
 
@@ -146,6 +147,7 @@ __all__ = [
     "convert_params",
     "decode_result",
     "request_methods",
+    "response_to",
     "validate",
     # connection, client side (_client, _effects)
     "Client",

@@ -80,6 +80,7 @@ __all__ = [
     "TurnSteerParams",
     "TurnSteerResult",
     "request_methods",
+    "response_to",
 ]
 
 SCHEMA_VERSION: Final = "1.0"
@@ -822,6 +823,29 @@ CAPABILITY_GROUPS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
     }
 )
 """Each defined capability group and its request and notification methods."""
+
+
+def response_to(
+    request: Request, *, result: Any = UNSET, error: Any = UNSET
+) -> Response:
+    """The response answering ``request``: its ``id``, and its
+    ``correlation_id``, ``command_id``, ``causation_id``, ``project_ref`` and
+    ``task_ref`` echoed exactly (what the peer checks: otherwise
+    ``mismatched_response``), with ``result`` (the method's result Struct)
+    or ``error`` (an ``ErrorObject``, e.g. ``ProtocolError.to_wire()``).
+    Nothing is validated here: ``encode`` (or ``encode_response``, which
+    also checks the result against the method) refuses a response with
+    both or neither. Raises nothing."""
+    return Response(
+        id=request.id,
+        correlation_id=request.correlation_id,
+        command_id=request.command_id,
+        causation_id=request.causation_id,
+        project_ref=request.project_ref,
+        task_ref=request.task_ref,
+        result=result,
+        error=error,
+    )
 
 
 def request_methods(group: str) -> frozenset[str]:

@@ -53,6 +53,7 @@ from ._schema import (
     Request,
     Response,
     request_methods,
+    response_to,
 )
 from ._streams import ServerPositions
 from ._windows import (
@@ -127,23 +128,8 @@ def _is_id(value: object) -> bool:
         return False
 
 
-def _reply(request: Request, *, result: Any = UNSET, error: Any = UNSET) -> Response:
-    """The response to ``request``: its identity echoed exactly, with
-    ``result`` or ``error``."""
-    return Response(
-        id=request.id,
-        correlation_id=request.correlation_id,
-        command_id=request.command_id,
-        causation_id=request.causation_id,
-        project_ref=request.project_ref,
-        task_ref=request.task_ref,
-        result=result,
-        error=error,
-    )
-
-
 def _error_response(request: Request, error: ProtocolError) -> Response:
-    return _reply(request, error=error.to_wire())
+    return response_to(request, error=error.to_wire())
 
 
 #: The error object of every response the Server substitutes for a failed
@@ -154,7 +140,7 @@ _INTERNAL_WIRE: Final = ProtocolError(
 
 
 def _internal(request: Request) -> Response:
-    return _reply(request, error=_INTERNAL_WIRE)
+    return response_to(request, error=_INTERNAL_WIRE)
 
 
 class _Emitter:
@@ -729,7 +715,7 @@ class Server:
         fact about the request, not a bug."""
         try:
             plan = RESULT_PLANS.get(request.method)
-            response = _reply(request, result=outcome)
+            response = response_to(request, result=outcome)
             checked = None if plan is None else checked_response(plan, response)
             if checked is not None:
                 # The common case: the response's own bytes validated in one
@@ -737,7 +723,7 @@ class Server:
                 wire, result = checked
             else:  # not the shortcut's case: the general check
                 result = decode_result(request.method, outcome)
-                response = _reply(request, result=result)
+                response = response_to(request, result=result)
                 # The envelope echoes a validated request and decode_result
                 # validated the result: only the size is left to check.
                 wire = encode_unchecked(response)
@@ -761,7 +747,7 @@ class Server:
             return _internal(request), None
         if copy and checked is not None:
             # What the caller is handed must not share the handler's objects.
-            response = _reply(request, result=result)
+            response = response_to(request, result=result)
         return response, wire
 
     # -- responses to server-initiated requests ---------------------------------------
