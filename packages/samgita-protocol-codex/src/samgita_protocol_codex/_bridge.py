@@ -981,7 +981,17 @@ class CodexBridge:
                 ``unknown_response``, ``limit_exceeded`` (a table bound), or
                 any code the core encoder raises for a translated message.
         """
-        data, tree = _checked_line(line)
+        if type(line) is bytes:
+            # _checked_line's common case inline (bytes need no copy)
+            data = line
+            try:
+                tree = load_json(
+                    line, max_bytes=MAX_CODEX_LINE_BYTES, max_depth=MAX_CODEX_DEPTH
+                )
+            except ProtocolError:
+                data, tree = _checked_line(line)  # raises the bridge's error
+        else:
+            data, tree = _checked_line(line)
         try:
             if type(tree) is dict:
                 # the common lines in one typed decode (see _NOTIFICATION_LINES)
