@@ -160,6 +160,8 @@ def _checked(method: str, value: Any) -> Any | None:
     envelope as the Server builds it (and the bytes must be ``encode``'s)."""
     response = Response(id="r1", correlation_id="r1", result=value)
     checked = checked_response(RESULT_PLANS[method], response)
+    # the Server's mode (its envelope echoes a validated request) agrees
+    assert checked_response(RESULT_PLANS[method], response, echo=True) == checked
     if checked is None:
         return None
     wire, result = checked

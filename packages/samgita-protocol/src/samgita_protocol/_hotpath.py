@@ -137,7 +137,9 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
     return response
 
 
-def checked_response(plan: ResultPlan, response: Response) -> tuple[bytes, Any] | None:
+def checked_response(
+    plan: ResultPlan, response: Response, *, echo: bool = False
+) -> tuple[bytes, Any] | None:
     """The wire bytes of ``response`` (a result response built around the
     method's result Struct) and the result as ``decode_result`` makes it,
     or ``None`` (then the general path, ``encode`` and ``decode_result``,
@@ -156,7 +158,9 @@ def checked_response(plan: ResultPlan, response: Response) -> tuple[bytes, Any] 
     string keys only, so an equal value holds no two keys of one object
     that encode alike, and therefore the bytes repeat no key. Depth (the
     result is the envelope's only container, one level down) and the walk
-    are the same.
+    are the same. ``echo``: the envelope is ``response_to`` of a request
+    that was decoded and validated (the Server's own answer), so only the
+    result is compared.
     """
     value = response.result
     if type(value) is not plan.result or response.error is not UNSET:
@@ -173,12 +177,17 @@ def checked_response(plan: ResultPlan, response: Response) -> tuple[bytes, Any] 
             check_struct(typed.result, "/result", True)
     except (*_FAILURES, ProtocolError):
         return None
+    result = typed.result
+    if echo:
+        if result != value:
+            return None
+        return wire, result
     if typed.task_ref is not UNSET and typed.project_ref is UNSET:
         return None
     # Every field but ``error`` (the last; absent from the typed envelope).
     if _astuple(typed) != _astuple(response)[:-1]:
         return None
-    return wire, typed.result
+    return wire, result
 
 
 def encode_response(

@@ -716,7 +716,9 @@ class Server:
         try:
             plan = RESULT_PLANS.get(request.method)
             response = response_to(request, result=outcome)
-            checked = None if plan is None else checked_response(plan, response)
+            checked = (
+                None if plan is None else checked_response(plan, response, echo=True)
+            )
             if checked is not None:
                 # The common case: the response's own bytes validated in one
                 # decode (see _hotpath.checked_response).
