@@ -275,6 +275,9 @@ FAST: Final[Mapping[str, Fast]] = MappingProxyType(
 #: The same, keyed by the method name's bytes (as it appears on the wire).
 _NOTIFICATION_PREFIX: Final = b'{"type":"notification",'
 _REQUEST_PREFIX: Final = b'{"type":"request",'
+_VERSION_FIRST: Final = b'{"schema_version":"1.0","type":"'
+_VERSION_REQUEST: Final = b'{"schema_version":"1.0","type":"request",'
+_VERSION_NOTIFICATION: Final = b'{"schema_version":"1.0","type":"notification",'
 _NOTIFICATION_DECODER: Final = msgspec.json.Decoder(Notification)
 _REQUEST_DECODER: Final = msgspec.json.Decoder(Request)
 
@@ -315,6 +318,15 @@ def decode_checked(
         decoder: msgspec.json.Decoder[Any] = _NOTIFICATION_DECODER
     elif wire.startswith(_REQUEST_PREFIX):
         decoder = _REQUEST_DECODER
+    elif wire.startswith(_VERSION_FIRST):
+        # The other common order (the schema's, and docs/protocol.md's
+        # examples): schema_version, then the tag.
+        if wire.startswith(_VERSION_REQUEST):
+            decoder = _REQUEST_DECODER
+        elif wire.startswith(_VERSION_NOTIFICATION):
+            decoder = _NOTIFICATION_DECODER
+        else:
+            decoder = ENVELOPE_DECODER
     else:
         decoder = ENVELOPE_DECODER
     try:
@@ -356,7 +368,8 @@ def decode_checked(
         # ASCII strings, whose code points are their bytes.
         ascii_input = wire.isascii()
     elif _unique_keys(wire, ((wire, canonical),)):
-        ascii_input = ascii_only(wire)
+        # ascii_only inline for input without a backslash (no \u escape)
+        ascii_input = wire.isascii() and (wire.find(b"\\") < 0 or ascii_only(wire))
     else:
         return explain(wire)
     if not ascii_input or fast.walk_ascii:
@@ -385,12 +398,21 @@ def _unique_keys(wire: bytes, pairs: tuple[tuple[bytes, bytes], ...]) -> bool:
     the head decode rules out the latter. Otherwise the exact tokenizer
     decides.
     """
-    if colons_kept(wire) and all(colon_count(a) == colon_count(b) for a, b in pairs):
-        try:
-            HEAD_DECODER.decode(wire)
-        except _DECODE_FAILURES:
-            return False
-        return True
+    # colons_kept inline for input without a backslash (no escape at all)
+    if wire.find(b"\\") < 0 or colons_kept(wire):
+        for a, b in pairs:
+            # short input counted inline (colon_count finds on long input)
+            if len(a) <= 3072:
+                if a.count(b":") != b.count(b":"):
+                    break
+            elif colon_count(a) != colon_count(b):
+                break
+        else:
+            try:
+                HEAD_DECODER.decode(wire)
+            except _DECODE_FAILURES:
+                return False
+            return True
     # A value msgspec dropped for a repeated key was never decoded, so its
     # UTF-8 is unchecked: let the exact path name that first.
     return _utf8(wire) and find_duplicate_key(wire) is None
