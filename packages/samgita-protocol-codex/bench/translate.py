@@ -114,7 +114,19 @@ def main(argv: list[str] | None = None) -> int:
 
     recorded = _recorded()
     delta = next(m for m in recorded if m.get("method") == "item/agentMessage/delta")
-    delta_line = _compact(delta)
+    # as codex-cli 0.163.0 writes it on the wire (tools/demo.py --codex shows
+    # the lines): method, params (threadId, turnId, itemId, delta),
+    # emittedAtMs; the recordings keep each message's keys sorted
+    wire_params = {
+        k: delta["params"][k] for k in ("threadId", "turnId", "itemId", "delta")
+    }  # type: ignore[index]
+    delta_line = _compact(
+        {
+            "method": delta["method"],
+            "params": wire_params,
+            "emittedAtMs": delta["emittedAtMs"],
+        }
+    )
     thread_id = delta["params"]["threadId"]  # type: ignore[index]
     turn_result = next(
         m

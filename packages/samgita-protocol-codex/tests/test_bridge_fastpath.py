@@ -42,6 +42,7 @@ def two_stage(monkeypatch: pytest.MonkeyPatch) -> Any:
         with monkeypatch.context() as m:
             m.setattr(bridge_module, "_NOTIFICATION_LINES", {})
             m.setattr(bridge_module, "_RESULT_LINES", {})
+            m.setattr(bridge_module, "_DELTA_LINES", {})
             return fn()
 
     return run
@@ -308,3 +309,77 @@ def test_the_strict_variant_decoders_agree_with_the_client_request_union() -> No
             with pytest.raises(msgspec.ValidationError):
                 decoder.decode(other)
     assert {"initialize", "thread/start", "turn/start", "turn/interrupt"} <= seen
+
+
+# -- the delta line proven by its own encoding (_delta_line) -----------------------
+
+
+def _wire(
+    d: dict[str, Any], keys: tuple[str, ...] = ("method", "params", "emittedAtMs")
+) -> bytes:
+    # as codex-cli 0.163.0 writes a delta line (seen on the wire): compact, raw
+    # UTF-8, method, params (threadId, turnId, itemId, delta), emittedAtMs
+    params = {k: d["params"][k] for k in ("threadId", "turnId", "itemId", "delta")}
+    msg = {k: (params if k == "params" else d[k]) for k in keys if k in d}
+    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _delta_lines() -> list[bytes]:
+    d = _delta()
+    assert "emittedAtMs" in d
+    text = _wire(d)
+    no_stamp = _wire(d, ("method", "params"))
+    sorted_keys = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
+    spaced = text.replace(b",", b", ")
+    return [
+        text,  # the proven case
+        no_stamp,  # also proven
+        sorted_keys,
+        spaced,
+        text.replace(b'"delta":"', b'"delta":"x","delta":"', 1),  # repeated key
+        text.replace(b'"itemId":', b'"extra":1,"itemId":', 1),  # unknown field
+        text.replace(b'"delta":"', b'"delta":"\\ud800', 1),  # lone surrogate
+        text.replace(b'"delta":"', b'"delta":"\\u00e9', 1),  # escaped letter
+        text.replace(b'"delta":"', b'"delta":"\\/', 1),  # escaped slash
+        text.replace(b'"delta":"', b'"delta":"\xff', 1),  # not UTF-8
+        text.replace(b'"delta":"', '"delta":"caf\u00e9 \u2713 '.encode(), 1),
+        text.replace(b'"emittedAtMs":', b'"x":1,"emittedAtMs":', 1),
+        text.replace(b'"emittedAtMs":', b'"emittedAtMs":1e3,"y":', 1),
+        text.replace(b'"emittedAtMs":', b'"emittedAtMs":' + b"9" * 30 + b',"z":', 1),
+        text.replace(b"item/agentMessage/delta", b"item/agentMessage/deltaX", 1),
+        text[:-1] + b"",  # truncated
+    ]
+
+
+@pytest.mark.parametrize("index", range(16))
+def test_delta_lines_translate_the_same_with_and_without_the_proof(
+    index: int, two_stage: Any
+) -> None:
+    line = _delta_lines()[index]
+    fast = _outcome(_ready_same(), line)
+    slow = two_stage(lambda: _outcome(_ready_same(), line))
+    assert fast == slow
+
+
+def test_the_delta_proof_takes_lines_as_codex_writes_them_only() -> None:
+    lines = _delta_lines()
+    assert bridge_module._delta_line(lines[0]) is not None
+    assert bridge_module._delta_line(lines[1]) is not None
+    assert bridge_module._delta_line(lines[10]) is not None  # raw UTF-8 text
+    for line in lines[2:10] + lines[11:]:
+        assert bridge_module._delta_line(line) is None, line[:120]
+    assert bridge_module._delta_line(lines[0] + b" ") is None
+
+
+def test_a_delta_line_over_the_line_bound_is_refused_by_both_paths(
+    monkeypatch: pytest.MonkeyPatch, two_stage: Any
+) -> None:
+    line = _delta_lines()[0]
+    fast_bridge = _ready_same()
+    slow_bridge = two_stage(_ready_same)
+    monkeypatch.setattr(bridge_module, "MAX_CODEX_LINE_BYTES", len(line) - 1)
+    assert bridge_module._delta_line(line) is None
+    fast = _outcome(fast_bridge, line)
+    slow = two_stage(lambda: _outcome(slow_bridge, line))
+    assert fast == slow
+    assert fast[0] == "raised" and fast[1] == ErrorCode.MESSAGE_TOO_LARGE
