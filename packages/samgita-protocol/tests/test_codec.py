@@ -670,10 +670,10 @@ def test_max_message_bytes_out_of_range_is_a_value_error(bound: int) -> None:
 )
 @settings(max_examples=300, derandomize=True, deadline=None)
 def test_the_bracket_pre_check_counts_exactly(parts: list[bytes], limit: int) -> None:
-    from samgita_protocol._jsonscan import _few_brackets
+    from samgita_protocol._jsonscan import few_brackets
 
     data = b"".join(parts)
-    assert _few_brackets(data, limit) is (data.count(b"{") + data.count(b"[") <= limit)
+    assert few_brackets(data, limit) is (data.count(b"{") + data.count(b"[") <= limit)
 
 
 @pytest.mark.parametrize("pad", [0, 5000, 70000])

@@ -444,12 +444,15 @@ def _checked_line(line: Any) -> tuple[bytes, Any]:
             line, max_bytes=MAX_CODEX_LINE_BYTES, max_depth=MAX_CODEX_DEPTH
         )
     except ProtocolError as exc:
-        # the core's codes exactly (a lone-surrogate \u escape is
-        # invalid_utf8, as in load_json and decode: one rule for both)
-        raise _peer(
-            exc.code, f"Codex line: {exc.message}"[:512], **(exc.data or {})
-        ) from None
+        raise _line_error(exc) from None
     return bytes(line) if type(line) is not bytes else line, tree
+
+
+def _line_error(exc: ProtocolError) -> ProtocolError:
+    """load_json's error for a Codex line, as the bridge raises it: the core's
+    codes exactly (a lone-surrogate \\u escape is invalid_utf8, as in
+    load_json and decode: one rule for both), origin peer."""
+    return _peer(exc.code, f"Codex line: {exc.message}"[:512], **(exc.data or {}))
 
 
 def _clean(text: str, limit: int) -> str:
@@ -1056,8 +1059,8 @@ class CodexBridge:
                 tree = load_json(
                     line, max_bytes=MAX_CODEX_LINE_BYTES, max_depth=MAX_CODEX_DEPTH
                 )
-            except ProtocolError:
-                data, tree = _checked_line(line)  # raises the bridge's error
+            except ProtocolError as exc:
+                raise _line_error(exc) from None
         else:
             data, tree = _checked_line(line)
         try:

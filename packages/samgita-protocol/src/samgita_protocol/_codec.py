@@ -67,6 +67,7 @@ from msgspec import UNSET
 
 from ._errors import ErrorCode, ProtocolError
 from ._jsonscan import (
+    COUNT_BELOW,
     MAX_DEPTH,
     ascii_only,
     colon_count,
@@ -402,7 +403,7 @@ def _unique_keys(wire: bytes, pairs: tuple[tuple[bytes, bytes], ...]) -> bool:
     if wire.find(b"\\") < 0 or colons_kept(wire):
         for a, b in pairs:
             # short input counted inline (colon_count finds on long input)
-            if len(a) <= 3072:
+            if len(a) <= COUNT_BELOW:
                 if a.count(b":") != b.count(b":"):
                     break
             elif colon_count(a) != colon_count(b):

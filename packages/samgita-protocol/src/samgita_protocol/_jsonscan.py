@@ -103,23 +103,18 @@ _STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _BRACKET: Final = re.compile(rb"[\[\]{}]")
 
 
-#: Below this many bytes two ``count`` calls beat the ``find`` loop (measured:
-#: equal at about 3 KiB with 10 brackets; 10x apart at 16 KiB).
-_COUNT_BELOW: Final = 3072
+#: Below this many bytes ``count`` beats a ``find`` loop (measured: equal at
+#: about 3 KiB with 10 brackets; 10x apart at 16 KiB): the scans of long
+#: input below, and their callers' inline short cases, switch here.
+COUNT_BELOW: Final = 3072
 
 
-def _few_brackets(data: bytes, limit: int) -> bool:
+def few_brackets(data: bytes, limit: int) -> bool:
     """Whether ``data`` holds at most ``limit`` bytes ``{`` and ``[`` in all
-    (string literals included). ``find`` is memchr (vectorized): for the
-    common input with few brackets this is a few finds, several times
-    cheaper than ``count`` (a byte-at-a-time loop), and it stops at the
-    first bracket over the limit. Short input is counted (fewer calls)."""
-    if len(data) <= _COUNT_BELOW:
-        return data.count(b"{") + data.count(b"[") <= limit
-    return _few_brackets_found(data, limit)
-
-
-def _few_brackets_found(data: bytes, limit: int) -> bool:
+    (string literals included), by ``find`` (memchr, vectorized): for long
+    input with few brackets a few finds, several times cheaper than
+    ``count`` (a byte-at-a-time loop); it stops at the first bracket over
+    the limit. Exact for any input; callers count short input themselves."""
     found = 0
     find = data.find
     for bracket in (b"{", b"["):
@@ -136,7 +131,7 @@ def colon_count(data: bytes) -> int:
     """``data.count(b":")``, found with memchr on long input with few colons
     (a colon per key: usually a few dozen in a message however long its
     strings); past 256 of them it counts."""
-    if len(data) <= _COUNT_BELOW:
+    if len(data) <= COUNT_BELOW:
         return data.count(b":")
     found = 0
     find = data.find
@@ -152,11 +147,10 @@ def colon_count(data: bytes) -> int:
 def depth_within(data: bytes, limit: int = MAX_DEPTH) -> bool:
     """Whether no container in ``data`` (outside string literals) nests deeper
     than ``limit``; cheap when the whole input has at most ``limit`` of them."""
-    # _few_brackets inline for short input (one call less per message).
-    if len(data) <= _COUNT_BELOW:
+    if len(data) <= COUNT_BELOW:
         if data.count(b"{") + data.count(b"[") <= limit:
             return True
-    elif _few_brackets_found(data, limit):
+    elif few_brackets(data, limit):
         return True
     depth = 0
     for m in _BRACKET.finditer(_STRING.sub(b"", data)):

@@ -16,6 +16,7 @@ import msgspec
 
 from ._errors import ErrorCode, ProtocolError
 from ._jsonscan import (
+    COUNT_BELOW,
     MAX_DEPTH,
     colons_kept,
     depth_within,
@@ -85,7 +86,7 @@ def load_json(
         raise _too_large(len(data), max_bytes)
     # depth_within's count for short input inline (one call less a line)
     if (
-        len(data) > 3072 or data.count(b"{") + data.count(b"[") > max_depth
+        len(data) > COUNT_BELOW or data.count(b"{") + data.count(b"[") > max_depth
     ) and not depth_within(data, max_depth):
         raise error(
             ErrorCode.DEPTH_EXCEEDED,
