@@ -17,9 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import EVENT, ConnectionPair
-from samgita_protocol._codec import decode, encode
+from samgita_protocol._codec import FAST, decode, encode
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._hotpath import (
+    REQUEST_PREFIX,
     RESPONSE_PREFIX,
     RESULT_PLANS,
     SEND_PLANS,
@@ -28,7 +29,9 @@ from samgita_protocol._hotpath import (
     checked_response,
     checked_wire,
     encode_response,
+    proven_result,
     send_wire,
+    typed_request,
     typed_response,
 )
 from samgita_protocol._jsonscan import MAX_DEPTH
@@ -161,7 +164,8 @@ def _checked(method: str, value: Any) -> Any | None:
     response = Response(id="r1", correlation_id="r1", result=value)
     checked = checked_response(RESULT_PLANS[method], response)
     # the Server's mode (its envelope echoes a validated request) agrees
-    assert checked_response(RESULT_PLANS[method], response, echo=True) == checked
+    proven = proven_result(RESULT_PLANS[method], response, value)
+    assert (None if proven is None else (proven[0], proven[1].result)) == checked
     if checked is None:
         return None
     wire, result = checked
@@ -772,3 +776,154 @@ def test_response_to_echoes_the_whole_identity_and_a_client_accepts_it() -> None
         request, error=ProtocolError(ErrorCode.NOT_FOUND, "no").to_wire()
     )
     assert error.result is msgspec.UNSET and error.error.code == "not_found"
+
+
+# -- typed_request: the Server's one-decode lane --------------------------------------
+
+REQUESTS = [
+    (message.method, encode(message))
+    for message in BUILT
+    if isinstance(message, Request)
+]
+
+
+def _typed_request(wire: bytes) -> Any | None:
+    """typed_request as the Server calls it: the plan chosen by the method's
+    bytes after REQUEST_PREFIX (None when they name no method)."""
+    if not wire.startswith(REQUEST_PREFIX):
+        return None
+    at = len(REQUEST_PREFIX)
+    name = wire[at : wire.find(b'"', at)].decode("latin-1")
+    plan = FAST.get(name)
+    if plan is None or plan.envelope is not Request:
+        return None
+    return typed_request(wire, plan)
+
+
+def _same_request(typed: Any, wire: bytes) -> None:
+    """What typed_request accepted, decode accepts as the same request."""
+    general = decode(wire)
+    assert type(general) is Request
+    assert [f.name for f in msgspec.structs.fields(type(typed))] == list(
+        Request.__struct_fields__
+    )
+    assert msgspec.structs.astuple(typed) == msgspec.structs.astuple(general)
+    assert type(typed.params) is type(general.params)
+
+
+def test_every_ascii_request_fixture_takes_the_typed_lane() -> None:
+    assert len(REQUESTS) >= 15
+    for _method, wire in REQUESTS:
+        typed = _typed_request(wire)
+        if not wire.isascii():  # identity byte lengths: decode walks them
+            assert typed is None
+            continue
+        assert typed is not None, wire
+        _same_request(typed, wire)
+
+
+def _request_mutations(wire: bytes) -> list[bytes]:
+    value = json.loads(wire)
+    text = wire.decode()
+    return [
+        # a repeated key, at the top and inside the params
+        text.replace('"id":"', '"id":"zz","id":"', 1).encode(),
+        text.replace('"params":{', '"params":{"x":1,"x":2,', 1).encode(),
+        text[:-1].encode() + b',"method":"thread/read"}',
+        # a missing schema_version (decoding would fill in the default)
+        text.replace('"schema_version":"1.0",', "").encode(),
+        # an extra field
+        text[:-1].encode() + b',"extra":1}',
+        # command_id added to a read or taken from a mutation
+        text[:-1].encode() + b',"command_id":"k9"}',
+        text.replace('"command_id":', '"causation_id":', 1).encode(),
+        # the same content in another order or spelling
+        json.dumps(value, sort_keys=True).encode(),
+        json.dumps(value, indent=1).encode(),
+        text.replace('"id":"', '"id":"\\u00e9', 1).encode(),
+        text.replace('"id":"', '"id":"\u00e9', 1).encode(),
+        text.replace("/", "\\/", 1).encode(),
+        # task_ref without project_ref, an empty id, a wrong version
+        text[:-1].encode() + b',"task_ref":"t"}',
+        text.replace('"correlation_id":"', '"correlation_id":"","x":"', 1).encode(),
+        text.replace('"1.0"', '"2.0"', 1).encode(),
+        # deep free-form JSON, invalid UTF-8, truncation
+        text.replace(
+            '"params":{', '"params":{"x":' + "[" * 40 + "]" * 40 + ",", 1
+        ).encode(),
+        wire.replace(b'"id":"', b'"id":"\xff', 1),
+        wire[:-1],
+    ]
+
+
+@pytest.mark.parametrize(("method", "wire"), REQUESTS)
+def test_typed_request_accepts_nothing_decode_decodes_otherwise(
+    method: str, wire: bytes
+) -> None:
+    for mutated in _request_mutations(wire):
+        typed = _typed_request(mutated)
+        if typed is None:
+            continue
+        _same_request(typed, mutated)
+
+
+@given(
+    case=st.sampled_from(REQUESTS),
+    edits=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=600),
+            st.integers(min_value=0, max_value=3),
+            st.sampled_from(_SPLICES),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+@settings(max_examples=1500, derandomize=True, deadline=None)
+def test_typed_request_never_accepts_more_than_decode(
+    case: tuple[str, bytes], edits: list[tuple[int, int, bytes]]
+) -> None:
+    _method, wire = case
+    for at, cut, splice in edits:
+        at = min(at, len(wire))
+        wire = wire[:at] + splice + wire[at + cut :]
+    typed = _typed_request(wire)
+    if typed is not None:
+        _same_request(typed, wire)
+
+
+def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> None:
+    """The lane (typed request) and the general path (decode, then receive)
+    give the same bytes, and the handler sees the same params and context."""
+    seen: list[tuple[Any, Any]] = []
+    lane_pair, general_pair = ConnectionPair(), ConnectionPair()
+    for pair in (lane_pair, general_pair):
+        handler = pair.server._handler
+        original = handler.handle_request
+
+        def spy(method: str, params: Any, context: Any, _o: Any = original) -> Any:
+            seen.append((params, context))
+            return _o(method, params, context)
+
+        handler.handle_request = spy  # type: ignore[method-assign]
+    for method, params, options in [
+        ("project/event.receive", {"event": EVENT}, {"command_id": "k1"}),
+        ("thread/start", {}, {"command_id": "k2", "project_ref": "p", "task_ref": "t"}),
+        ("request/cancel", {"request_id": "c1-1"}, {"causation_id": "why"}),
+    ]:
+        wires = []
+        for pair in (lane_pair, general_pair):
+            request = pair.client.request(method, params, **options)
+            wires.append(pair.client.encode(request))
+        assert wires[0] == wires[1]
+        lane = lane_pair.server.receive_bytes(wires[0])
+        general = [
+            general_pair.server.encode(m)
+            for m in general_pair.server.receive(decode(wires[1]))
+        ]
+        assert lane == general
+        (p1, c1), (p2, c2) = seen[-2:]
+        assert type(p1) is type(p2) and p1 == p2
+        # (each pair's Server has its own random connection_id)
+        c1 = msgspec.structs.replace(c1, connection_id=c2.connection_id)
+        assert c1 == c2 and repr(c1) == repr(c2)

@@ -34,6 +34,7 @@ from ._validate import (
 )
 
 __all__ = [
+    "REQUEST_PREFIX",
     "RESPONSE_PREFIX",
     "RESULT_PLANS",
     "SEND_PLANS",
@@ -42,13 +43,18 @@ __all__ = [
     "checked_response",
     "checked_wire",
     "encode_response",
+    "proven_result",
     "send_wire",
+    "typed_request",
     "typed_response",
 ]
 
 #: How this library encodes every response (tag first, then the fields in
 #: definition order): what the typed shortcut is tried on.
 RESPONSE_PREFIX: Final = b'{"type":"response","schema_version":"1.0","id":"'
+#: The same for requests (the method comes third): what the typed request
+#: shortcut is tried on, its decoder chosen by the method's bytes.
+REQUEST_PREFIX: Final = b'{"type":"request","schema_version":"1.0","method":"'
 
 _FAILURES: Final = (ValueError, TypeError, OverflowError, RecursionError)
 _astuple: Final = msgspec.structs.astuple
@@ -137,13 +143,60 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
     return response
 
 
-def checked_response(
-    plan: ResultPlan, response: Response, *, echo: bool = False
+def typed_request(wire: bytes, plan: Fast) -> Any | None:
+    """The request ``decode`` makes of ``wire``, in one typed decode, or
+    ``None`` (then the caller runs ``decode``, which accepts or names the
+    violation). ``plan`` is ``FAST[method]`` of the method whose name
+    ``wire`` spells right after :data:`REQUEST_PREFIX`, up to the next
+    quote.
+
+    What it returns is the typed envelope (an instance of the method's
+    typed request variant, not of `Request`: the same fields, values and
+    order, with ``params`` the method's params Struct, as ``decode`` makes
+    it); a Server reads its fields and hands the handler its params.
+
+    Exact for the same reasons as :func:`typed_response`: it accepts only
+    bytes that are msgspec's own encoding of what they decode to (so no key
+    repeats, ``schema_version`` was written and no default filled a missing
+    field), decoded by the envelope's fields and the params decoder's type
+    (the same constraints as ``decode``'s two decoders), pure ASCII (no
+    identity byte length to check), with the envelope rules ``decode`` adds
+    (``task_ref`` only beside ``project_ref``; ``command_id`` exactly on
+    mutations), at most ``MAX_DEPTH`` deep (params are the envelope's only
+    container) and passing the params walk. The method is the one the
+    caller chose ``plan`` by: a method name is ASCII without a backslash or
+    quote, so the bytes up to the next quote are the whole string, and the
+    encoding holds one ``method`` key.
+    """
+    try:
+        typed: Any = plan.typed.decode(wire)
+    except _FAILURES:
+        return None
+    if ENCODER.encode(typed) != wire or not wire.isascii():
+        return None
+    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
+        return None
+    if plan.mutation is (typed.command_id is UNSET):
+        return None
+    if plan.free_form and not depth_within(wire, MAX_DEPTH):
+        return None
+    if plan.walk_ascii:
+        try:
+            check_struct(typed.params, "/params", True)
+        except ProtocolError:
+            return None
+    return typed
+
+
+def proven_result(
+    plan: ResultPlan, request: Any, result: Any
 ) -> tuple[bytes, Any] | None:
-    """The wire bytes of ``response`` (a result response built around the
-    method's result Struct) and the result as ``decode_result`` makes it,
-    or ``None`` (then the general path, ``encode`` and ``decode_result``,
-    decides).
+    """The wire bytes of ``response_to(request, result=result)`` and that
+    response as its typed envelope (whose ``result`` is the result as
+    ``decode_result`` makes it), or ``None`` (then the general path,
+    ``encode`` and ``decode_result``, decides). ``request`` is anything with
+    a request's identity fields (a `Request`, a typed request, a
+    `Response`); ``plan`` is the plan of the method it answers.
 
     ``encode`` checks the envelope by decoding the bytes, ``decode_result``
     the result: it encodes the result, checks the bytes (UTF-8, depth,
@@ -153,20 +206,28 @@ def checked_response(
     UTF-8: an unencodable string raises; no default filled in), pure ASCII
     (no identity byte length to check), decoded by the typed response
     decoder (the envelope's fields and the method's result type, so the
-    same constraints), with ``task_ref`` only beside ``project_ref``, and
-    what decoded must equal the response field by field: JSON decodes to
-    string keys only, so an equal value holds no two keys of one object
-    that encode alike, and therefore the bytes repeat no key. Depth (the
-    result is the envelope's only container, one level down) and the walk
-    are the same. ``echo``: the envelope is ``response_to`` of a request
-    that was decoded and validated (the Server's own answer), so only the
-    result is compared.
+    same constraints), and the decoded result must equal ``result``: JSON
+    decodes to string keys only, so an equal value holds no two keys of
+    one object that encode alike, and therefore the bytes repeat no key.
+    Depth (the result is the envelope's only container, one level down)
+    and the walk are the same. The envelope is not compared: for a
+    ``request`` that was decoded and validated (a Server's own answer) it
+    echoes valid fields; :func:`checked_response` compares it otherwise.
     """
-    value = response.result
-    if type(value) is not plan.result or response.error is not UNSET:
+    if type(result) is not plan.result:
         return None
     try:
-        wire = ENCODER.encode(response)
+        wire = ENCODER.encode(
+            Response(
+                id=request.id,
+                correlation_id=request.correlation_id,
+                command_id=request.command_id,
+                causation_id=request.causation_id,
+                project_ref=request.project_ref,
+                task_ref=request.task_ref,
+                result=result,
+            )
+        )
         # msgspec's own output: ASCII bytes are ASCII strings (see above).
         if not wire.isascii():
             return None
@@ -177,17 +238,30 @@ def checked_response(
             check_struct(typed.result, "/result", True)
     except (*_FAILURES, ProtocolError):
         return None
-    result = typed.result
-    if echo:
-        if result != value:
-            return None
-        return wire, result
+    if typed.result != result:
+        return None
+    return wire, typed
+
+
+def checked_response(plan: ResultPlan, response: Response) -> tuple[bytes, Any] | None:
+    """The wire bytes of ``response`` (a result response built around the
+    method's result Struct) and the result as ``decode_result`` makes it,
+    or ``None`` (then the general path, ``encode`` and ``decode_result``,
+    decides): :func:`proven_result`, and the envelope that decoded must
+    equal ``response`` field by field, with ``task_ref`` only beside
+    ``project_ref``."""
+    if response.error is not UNSET:
+        return None
+    proven = proven_result(plan, response, response.result)
+    if proven is None:
+        return None
+    wire, typed = proven
     if typed.task_ref is not UNSET and typed.project_ref is UNSET:
         return None
     # Every field but ``error`` (the last; absent from the typed envelope).
     if _astuple(typed) != _astuple(response)[:-1]:
         return None
-    return wire, result
+    return wire, typed.result
 
 
 def encode_response(

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ._codec import decode, decode_checked, encode, encode_unchecked
+from ._codec import FAST, Fast, decode, decode_checked, encode, encode_unchecked
 from ._contract import RULES, wall_clock
 from ._errors import ErrorCode, ProtocolError
 from ._given import given_message
@@ -36,7 +36,14 @@ from ._handler import (
     implements_responses,
     request_context,
 )
-from ._hotpath import RESULT_PLANS, WireCache, checked_response, send_wire
+from ._hotpath import (
+    REQUEST_PREFIX,
+    RESULT_PLANS,
+    WireCache,
+    proven_result,
+    send_wire,
+    typed_request,
+)
 from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits
 from ._outbox import DUPLICATE, Outbox
 from ._results import convert_params, decode_result
@@ -84,6 +91,9 @@ _UNRECOVERABLE: Final = frozenset(
         ErrorCode.DUPLICATE_KEY,
     }
 )
+
+#: Where the method name starts in a request of this library's encoding.
+_METHOD_AT: Final = len(REQUEST_PREFIX)
 
 _REQUEST_FAILED: Final = "the host failed to handle the request"
 _NOTIFICATION_FAILED: Final = "the host failed to handle the notification"
@@ -215,6 +225,7 @@ class Server:
         "_lanes",
         "_seen",
         "_state",
+        "_typed_lanes",
         "_wire",
     )
 
@@ -308,6 +319,9 @@ class Server:
         # The requests `receive_bytes` answers in one step: every request method
         # of the negotiated groups (filled when initialization succeeds).
         self._lanes: dict[str, MethodSpec] = {}
+        # The same keyed by the method name's bytes, with its typed request
+        # decoder (see _request_lane).
+        self._typed_lanes: dict[bytes, tuple[MethodSpec, Fast]] = {}
         # Server-initiated requests are reads (see request()), so the
         # uncertain bound is never reached; 1 keeps the Outbox's check honest.
         self._outbox = Outbox(
@@ -643,6 +657,10 @@ class Server:
             for name, spec in METHODS.items()
             if spec.kind == "request" and spec.group in self._negotiated
         }
+        self._typed_lanes = {
+            name.encode("ascii"): (spec, FAST[name])
+            for name, spec in self._lanes.items()
+        }
         return Response(
             id=request.id, correlation_id=request.correlation_id, result=result
         )
@@ -651,22 +669,27 @@ class Server:
         self, request: Request, spec: MethodSpec, now: datetime | None
     ) -> list[Message]:
         response, wire, queued = self._handled(request, spec, now, True)
+        assert response is not None
         if wire is not None:
             self._wire.keep(response, wire)
         return [response, *queued]
 
     def _handled(
-        self, request: Request, spec: MethodSpec, now: datetime | None, copy: bool
-    ) -> tuple[Response, bytes | None, list[Notification]]:
+        self, request: Any, spec: MethodSpec, now: datetime | None, copy: bool | None
+    ) -> tuple[Response | None, bytes | None, list[Notification]]:
         """Calls the handler: its response, that response's validated bytes
         (``None`` when it must be encoded: a substituted internal error),
         and the notifications the handler emitted (their bytes are kept).
         ``copy``: the response carries a decoded copy of the handler's
-        result (it is handed to the caller), not the handler's object."""
+        result (it is handed to the caller), not the handler's object;
+        ``None``: the caller needs only the bytes, so a proven result's
+        response is not built (``None``). ``request`` is a `Request` or a
+        typed request (``_hotpath.typed_request``)."""
         emitter = _Emitter(self._build_notification)
         context = request_context(
             request, self._connection_id, self._negotiated, emitter
         )
+        response: Response | None
         try:
             outcome: Any = self._handler.handle_request(
                 request.method, request.params, context
@@ -680,7 +703,7 @@ class Server:
             response, wire = self._own_result(request, spec, outcome, now, copy)
         finally:
             emitter.open = False
-        if response.error is _INTERNAL_WIRE:
+        if response is not None and response.error is _INTERNAL_WIRE:
             return response, None, []  # nothing of a failed callback leaves the host
         return response, wire, emitter.queued
 
@@ -702,27 +725,26 @@ class Server:
 
     def _own_result(
         self,
-        request: Request,
+        request: Any,
         spec: MethodSpec,
         outcome: Any,
         now: datetime | None,
-        copy: bool,
-    ) -> tuple[Response, bytes | None]:
+        copy: bool | None,
+    ) -> tuple[Response | None, bytes | None]:
         """The handler's result must be a valid, bound result for this request
         that fits in one message; otherwise the peer gets a fixed internal
         error (the handler's bug is not the peer's business). Approving at or
         after the deadline is answered with ``approval_expired``: that is a
-        fact about the request, not a bug."""
+        fact about the request, not a bug. ``copy`` as in `_handled`."""
         try:
             plan = RESULT_PLANS.get(request.method)
-            response = response_to(request, result=outcome)
-            checked = (
-                None if plan is None else checked_response(plan, response, echo=True)
-            )
-            if checked is not None:
+            proven = None if plan is None else proven_result(plan, request, outcome)
+            response: Response | None = None
+            if proven is not None:
                 # The common case: the response's own bytes validated in one
-                # decode (see _hotpath.checked_response).
-                wire, result = checked
+                # decode (see _hotpath.proven_result).
+                wire, typed = proven
+                result = typed.result
             else:  # not the shortcut's case: the general check
                 result = decode_result(request.method, outcome)
                 response = response_to(request, result=result)
@@ -747,9 +769,9 @@ class Server:
             return _internal(request), None
         except Exception:
             return _internal(request), None
-        if copy and checked is not None:
+        if response is None and copy is not None:
             # What the caller is handed must not share the handler's objects.
-            response = response_to(request, result=result)
+            response = response_to(request, result=result if copy else outcome)
         return response, wire
 
     # -- responses to server-initiated requests ---------------------------------------
@@ -1039,27 +1061,43 @@ class Server:
         id not seen before. What it does is exactly what `receive` does for
         such a request (a handler call, the `seen` window entry) and it
         returns the bytes `receive_bytes` would, without building and
-        looking up the messages it does not return."""
+        looking up the messages it does not return.
+
+        A small request in this library's own encoding is decoded once, by
+        its method's typed envelope (``_hotpath.typed_request``); the
+        handler gets its params and a context read from it, like from the
+        `Request` that ``decode`` would build."""
         if now is not None:
             now = wall_clock(now)
         if len(data) > self._limits.max_message_bytes:
             return None
-        try:
-            message = decode_checked(data)
-        except ProtocolError:
-            return None
-        if type(message) is not Request:
-            return None
-        spec = self._lanes.get(message.method)
-        if spec is None:
-            return None
+        message: Any = None
+        if len(data) <= INLINE_BYTES and data.startswith(REQUEST_PREFIX):
+            lane = self._typed_lanes.get(data[_METHOD_AT : data.find(b'"', _METHOD_AT)])
+            if lane is not None:
+                message = typed_request(data, lane[1])
+                spec = lane[0]
+        if message is None:
+            try:
+                message = decode_checked(data)
+            except ProtocolError:
+                return None
+            if type(message) is not Request:
+                return None
+            general = self._lanes.get(message.method)
+            if general is None:
+                return None
+            spec = general
         key: ContentKey = (
             ("wire", data) if len(data) <= INLINE_BYTES else content_key(message, data)
         )
         if not self._seen.add_new(message.id, key):
             return None  # a repeated id: the general path compares content
-        response, wire, queued = self._handled(message, spec, now, False)
-        out = [wire if wire is not None else self.encode(response)]
+        response, wire, queued = self._handled(message, spec, now, None)
+        if wire is None:
+            assert response is not None
+            wire = self.encode(response)
+        out = [wire]
         if queued:
             out.extend([self.encode(notification) for notification in queued])
         return out
