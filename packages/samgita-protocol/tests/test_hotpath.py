@@ -24,6 +24,7 @@ from samgita_protocol._hotpath import (
     RESPONSE_PREFIX,
     RESULT_PLANS,
     SEND_PLANS,
+    WIRE_CACHE_BYTES,
     WIRE_CACHE_ENTRIES,
     WireCache,
     checked_response,
@@ -298,6 +299,21 @@ def test_wire_cache_is_bounded_and_hands_out_by_identity() -> None:
     cache.keep(again, b"bb")
     assert cache.take(again) == b"bb"
     assert cache._bytes == sum(len(w) for _, w in cache._kept.values())
+    # a message kept again after others replaces its older entry
+    first, second = object(), object()
+    cache.keep(first, b"1")
+    cache.keep(second, b"2")
+    cache.keep(first, b"11")
+    assert cache.take(first) == b"11"
+    assert cache.take(first) is None
+    assert cache.take(second) == b"2"
+    # never more than the entry and byte bounds, the last entry included
+    for i in range(3 * WIRE_CACHE_ENTRIES):
+        cache.keep(object(), b"x" * (i * 997 % 65_536))
+        held = [*cache._kept.values(), *([cache._last] if cache._last else [])]
+        assert len(held) <= WIRE_CACHE_ENTRIES
+        assert sum(len(w) for _, w in held) <= WIRE_CACHE_BYTES
+        assert cache._bytes == sum(len(w) for _, w in cache._kept.values())
 
 
 def test_request_context_factory_equals_the_constructor() -> None:

@@ -313,7 +313,7 @@ class Client:
         self._negotiated: frozenset[str] = frozenset()
         # The request methods sendable while ready (of the negotiated groups,
         # not server-only), with their send plans: set when initialization
-        # succeeds, consulted only in the ready state.
+        # succeeds and emptied on disconnect, so filled only while ready.
         self._lanes: dict[str, tuple[Any, Fast]] = {}
         # Notification methods of the negotiated groups (empty unless ready).
         self._notifications: frozenset[str] = frozenset()
@@ -547,19 +547,28 @@ class Client:
         """
         # A finite float (now - now is nan for inf and nan) needs no checks.
         moment = now if type(now) is float and now - now == 0.0 else _monotonic(now)
-        # The methods sendable now, each with its send shortcut's plan (see
-        # _lanes); anything else is refused or handled by _sendable.
-        lane = self._lanes.get(method) if self._state is ClientState.READY else None
-        spec = self._sendable(method) if lane is None else lane[0]
-        outbox = self._outbox
-        if method == _INITIALIZE:
-            converted: Any = self._initialize_params(params)
-        elif type(params) is spec.params:
-            # A params Struct is validated with the envelope by encode below
-            # (converting it first would validate it twice).
-            converted = params
+        # The methods sendable now (only while ready), each with its send
+        # shortcut's plan (see _lanes); anything else is refused or handled
+        # by _sendable.
+        lane = self._lanes.get(method)
+        if lane is not None:
+            spec, plan = lane
+            # A params Struct is validated with the envelope by checked_wire
+            # below (converting it first would validate it twice).
+            converted: Any = (
+                params
+                if type(params) is plan.params_type
+                else convert_params(method, params)
+            )
         else:
-            converted = convert_params(method, params)
+            spec, plan = self._sendable(method), None
+            if method == _INITIALIZE:
+                converted = self._initialize_params(params)
+            elif type(params) is spec.params:
+                converted = params
+            else:
+                converted = convert_params(method, params)
+        outbox = self._outbox
         request_id, counter = outbox.next_id(id, spec.mutation)
         request = Request(
             id=request_id,
@@ -573,14 +582,14 @@ class Client:
         )
         # Validates the envelope (command_id presence, refs, id lengths) and
         # the size: a request that cannot be sent must never become pending.
-        max_bytes = self._limits.max_message_bytes
-        wire = None if lane is None else checked_wire(lane[1], request, max_bytes)
+        max_bytes = self._max_bytes
+        wire = None if plan is None else checked_wire(plan, request, max_bytes)
         if wire is None:
             wire = encode(request, max_message_bytes=max_bytes)
         # -- no failure below this line --
         outbox.put(request, spec.mutation, moment, counter, explicit=id is not None)
         self._wire.keep(request, wire)
-        if method == _INITIALIZE:
+        if plan is None and method == _INITIALIZE:
             self._offer = converted
             self._state = self._moved(_Move.SEND_INITIALIZE)
         return request
@@ -981,6 +990,7 @@ class Client:
         ended = outbox.abandon(list(outbox.pending), "disconnect")
         self._incoming = {}
         self._notifications = frozenset()
+        self._lanes = {}  # filled only while ready
         self._state = self._moved(_Move.DISCONNECT)
         return [ErrorReceived(request, error) for request, error in ended]
 

@@ -398,30 +398,56 @@ class WireCache:
     that sending one needs no second encode and validation. Keyed by object
     identity (the entry holds the message, so its id is not reused while
     kept); each entry is handed out once; the oldest goes first, so at most
-    ``WIRE_CACHE_ENTRIES`` entries and ``WIRE_CACHE_BYTES`` bytes are held."""
+    ``WIRE_CACHE_ENTRIES`` entries and ``WIRE_CACHE_BYTES`` bytes are held.
 
-    __slots__ = ("_bytes", "_kept")
+    The entry kept last sits in its own slot: a message is almost always
+    sent right after it is built, so keeping and taking it touch no dict.
+    """
+
+    __slots__ = ("_bytes", "_kept", "_last")
 
     def __init__(self) -> None:
+        # The older entries, oldest first, and their bytes in all.
         self._kept: dict[int, tuple[object, bytes]] = {}
         self._bytes = 0
+        self._last: tuple[object, bytes] | None = None
 
     def keep(self, message: object, wire: bytes) -> None:
         """Remembers ``wire`` as the validated bytes of ``message``."""
         size = len(wire)
         if size > WIRE_CACHE_MAX_MESSAGE:
             return
+        last = self._last
+        if last is None or last[0] is not message:
+            if self._kept:
+                self._forget(message)  # kept before: the new bytes replace it
+            if last is not None:
+                self._shelve(last, size)
+        self._last = (message, wire)
+
+    def _shelve(self, entry: tuple[object, bytes], incoming: int) -> None:
+        # The last entry (in no other place) joins the older ones; the
+        # oldest go until the incoming entry of ``incoming`` bytes fits.
         kept = self._kept
-        key = id(message)
-        old = kept.pop(key, None)
-        total = self._bytes + size - (0 if old is None else len(old[1]))
-        kept[key] = (message, wire)
-        while len(kept) > WIRE_CACHE_ENTRIES or total > WIRE_CACHE_BYTES:
+        kept[id(entry[0])] = entry
+        total = self._bytes + len(entry[1])
+        while len(kept) >= WIRE_CACHE_ENTRIES or total + incoming > WIRE_CACHE_BYTES:
             total -= len(kept.pop(next(iter(kept)))[1])
         self._bytes = total
 
+    def _forget(self, message: object) -> None:
+        entry = self._kept.pop(id(message), None)
+        if entry is not None:
+            self._bytes -= len(entry[1])
+
     def take(self, message: object) -> bytes | None:
         """The bytes kept for exactly this object (then forgotten), or None."""
+        last = self._last
+        if last is not None and last[0] is message:
+            self._last = None
+            return last[1]
+        if not self._kept:
+            return None
         entry = self._kept.pop(id(message), None)
         if entry is None:
             return None

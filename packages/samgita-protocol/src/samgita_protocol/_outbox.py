@@ -158,30 +158,30 @@ class Outbox:
                 overflow ``uncertain``).
         """
         counter = self._counter
-        if explicit is not None:
-            request_id = explicit
-        elif self._id_generator is not None:
-            counter += 1
-            request_id = self._id_generator(self._generation, counter)
-            if not isinstance(request_id, str):
-                raise TypeError(
-                    f"expected id_generator to return a string, got: {request_id!r}"
-                )
-        else:
+        if explicit is None and self._id_generator is None:
             counter += 1
             request_id = self._id_prefix + str(counter)
             if self._explicit_ids:
                 while self.in_use(request_id):
                     counter += 1
                     request_id = self._id_prefix + str(counter)
-        if (explicit is not None or self._id_generator is not None) and self.in_use(
-            request_id
-        ):
-            raise ProtocolError(
-                ErrorCode.CONFLICT,
-                "request id is already in use on this connection",
-                data={"id": request_id},
-            )
+        else:
+            if explicit is not None:
+                request_id = explicit
+            else:
+                assert self._id_generator is not None
+                counter += 1
+                request_id = self._id_generator(self._generation, counter)
+                if not isinstance(request_id, str):
+                    raise TypeError(
+                        f"expected id_generator to return a string, got: {request_id!r}"
+                    )
+            if self.in_use(request_id):
+                raise ProtocolError(
+                    ErrorCode.CONFLICT,
+                    "request id is already in use on this connection",
+                    data={"id": request_id},
+                )
         if len(self.pending) >= self._max_outstanding:
             raise limit_error("max_outstanding_requests", self._max_outstanding)
         if (
