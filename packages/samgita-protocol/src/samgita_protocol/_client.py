@@ -768,7 +768,14 @@ class Client:
             except ProtocolError as exc:
                 outcome = exc
         # A small response: the terminal window keeps its bytes.
-        return self._matched(entry, outcome, ("wire", data))
+        if request.method == _INITIALIZE:
+            return self._matched(entry, outcome, ("wire", data))
+        # _matched of a method with nothing more to do (stream/resume has
+        # no plan, so never comes here).
+        self._outbox.settle(entry, outcome, ("wire", data))
+        if isinstance(outcome, ProtocolError):
+            return [ErrorReceived(request, outcome)]
+        return [ResponseReceived(request, outcome)]
 
     def _receive_response(
         self, response: Response, wire: bytes | str | None, now: datetime | None

@@ -273,8 +273,13 @@ class Outbox:
         performed it; so is one answered with a remote ``internal_error``
         (the host may have applied the effect before failing)."""
         request_id = entry.request.id
-        self._finish(request_id, entry, key)
-        if entry.mutation and isinstance(outcome, ProtocolError):
+        # _finish inline (this ends every answered request).
+        del self.pending[request_id]
+        self._completed.add(request_id, key)
+        if not entry.mutation:
+            return
+        self._pending_mutations -= 1
+        if isinstance(outcome, ProtocolError):
             if outcome.origin == "peer":
                 self._hold(request_id, entry.request, "invalid_result")
             elif outcome.code == ErrorCode.INTERNAL_ERROR:
