@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from helpers import EVENT, ConnectionPair, raw_request, wire
+from samgita_protocol._codec import decode, encode
 from samgita_protocol._effects import ErrorReceived, ResponseReceived
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._handler import Handler, NotificationContext, RequestContext
@@ -169,6 +170,38 @@ def test_too_large_input_is_refused_before_parsing() -> None:
         server.receive(cancel("y" * 200))
     assert exc.value.code == ErrorCode.MESSAGE_TOO_LARGE
     assert spy.calls == []
+
+
+def test_receive_bytes_refuses_a_small_request_over_a_small_bound() -> None:
+    """A request in this library's own encoding (the typed lane's case) one
+    byte over max_message_bytes is refused like any input, and at exactly
+    the bound it is answered."""
+    wire = encode(decode(cancel("y" * 240)))
+    for bound, answered in ((len(wire), True), (len(wire) - 1, False)):
+        spy = Spy()
+        server = ready(spy, max_message_bytes=bound)
+        if answered:
+            assert len(server.receive_bytes(wire)) == 1
+            assert len(spy.calls) == 1
+            continue
+        before = snapshot(server)
+        with pytest.raises(ProtocolError) as exc:
+            server.receive_bytes(wire)
+        assert exc.value.code == ErrorCode.MESSAGE_TOO_LARGE
+        assert spy.calls == []
+        assert snapshot(server) == before
+
+
+def test_receive_bytes_checks_now_before_it_changes_anything() -> None:
+    spy = Spy()
+    server = ready(spy)
+    wire = encode(decode(cancel("y")))
+    before = snapshot(server)
+    with pytest.raises(TypeError):
+        server.receive_bytes(wire, now="noon")  # type: ignore[arg-type]
+    assert spy.calls == []
+    assert snapshot(server) == before
+    assert len(server.receive_bytes(wire)) == 1  # the id is still new
 
 
 @pytest.mark.parametrize(

@@ -219,12 +219,14 @@ class Server:
         "_handler",
         "_host_id",
         "_limits",
+        "_max_bytes",
         "_negotiated",
         "_outbox",
         "_positions",
         "_lanes",
         "_seen",
         "_state",
+        "_typed_bytes",
         "_typed_lanes",
         "_wire",
     )
@@ -307,6 +309,9 @@ class Server:
         self._durable = durable
         self._callback_failures = 0
         self._limits = limits
+        self._max_bytes = limits.max_message_bytes
+        # What the typed request lane takes: a small message within the bound.
+        self._typed_bytes = min(INLINE_BYTES, limits.max_message_bytes)
         self._positions = ServerPositions(
             max_streams=limits.max_streams
             if max_streams is not None
@@ -684,62 +689,36 @@ class Server:
         result (it is handed to the caller), not the handler's object;
         ``None``: the caller needs only the bytes, so a proven result's
         response is not built (``None``). ``request`` is a `Request` or a
-        typed request (``_hotpath.typed_request``)."""
+        typed request (``_hotpath.typed_request``).
+
+        The handler's result must be a valid, bound result for this request
+        that fits in one message; otherwise the peer gets a fixed internal
+        error (the handler's bug is not the peer's business). Approving at or
+        after the deadline is answered with ``approval_expired``: that is a
+        fact about the request, not a bug. A typed error goes out as the
+        handler raised it when it is sendable (`_own_error`)."""
         emitter = _Emitter(self._build_notification)
         context = request_context(
             request, self._connection_id, self._negotiated, emitter
         )
-        response: Response | None
         try:
             outcome: Any = self._handler.handle_request(
                 request.method, request.params, context
             )
         except ProtocolError as error:
-            response, wire = self._own_error(request, error)
+            refusal, wire = self._own_error(request, error)
+            if refusal.error is _INTERNAL_WIRE:
+                return refusal, None, []  # nothing of a failed callback leaves
+            return refusal, wire, emitter.queued
         except Exception:
             # No detail of the failure leaves the host, and none is logged.
-            response, wire = _internal(request), None
-        else:
-            response, wire = self._own_result(request, spec, outcome, now, copy)
+            return _internal(request), None, []
         finally:
             emitter.open = False
-        if response is not None and response.error is _INTERNAL_WIRE:
-            return response, None, []  # nothing of a failed callback leaves the host
-        return response, wire, emitter.queued
-
-    def _own_error(
-        self, request: Request, error: ProtocolError
-    ) -> tuple[Response, bytes | None]:
-        """The handler's typed error goes out as built, if it is sendable: a
-        defined code, object data, within the size bound."""
-        try:
-            if not isinstance(error.code, ErrorCode):
-                raise TypeError
-            if error.data is not None and not isinstance(error.data, dict):
-                raise TypeError
-            response = _error_response(request, error)
-            wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
-        except Exception:
-            return _internal(request), None
-        return response, wire
-
-    def _own_result(
-        self,
-        request: Any,
-        spec: MethodSpec,
-        outcome: Any,
-        now: datetime | None,
-        copy: bool | None,
-    ) -> tuple[Response | None, bytes | None]:
-        """The handler's result must be a valid, bound result for this request
-        that fits in one message; otherwise the peer gets a fixed internal
-        error (the handler's bug is not the peer's business). Approving at or
-        after the deadline is answered with ``approval_expired``: that is a
-        fact about the request, not a bug. ``copy`` as in `_handled`."""
+        response: Response | None = None
         try:
             plan = RESULT_PLANS.get(request.method)
             proven = None if plan is None else proven_result(plan, request, outcome)
-            response: Response | None = None
             if proven is not None:
                 # The common case: the response's own bytes validated in one
                 # decode (see _hotpath.proven_result).
@@ -757,21 +736,37 @@ class Server:
                 and (plan is None or plan.acceptance)
                 and getattr(result, "acceptance", None) == "durable"
             ):
-                return _internal(request), None
+                return _internal(request), None, []
             rule = RULES.get(request.method) if plan is None else plan.rule
             if rule is not None:
                 rule(request.params, result, now, "local")
-            if len(wire) > self._limits.max_message_bytes:
-                return _internal(request), None
+            if len(wire) > self._max_bytes:
+                return _internal(request), None, []
         except ProtocolError as error:
             if error.code == ErrorCode.APPROVAL_EXPIRED:
-                return _error_response(request, error), None
-            return _internal(request), None
+                return _error_response(request, error), None, emitter.queued
+            return _internal(request), None, []
         except Exception:
-            return _internal(request), None
+            return _internal(request), None, []
         if response is None and copy is not None:
             # What the caller is handed must not share the handler's objects.
             response = response_to(request, result=result if copy else outcome)
+        return response, wire, emitter.queued
+
+    def _own_error(
+        self, request: Request, error: ProtocolError
+    ) -> tuple[Response, bytes | None]:
+        """The handler's typed error goes out as built, if it is sendable: a
+        defined code, object data, within the size bound."""
+        try:
+            if not isinstance(error.code, ErrorCode):
+                raise TypeError
+            if error.data is not None and not isinstance(error.data, dict):
+                raise TypeError
+            response = _error_response(request, error)
+            wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
+        except Exception:
+            return _internal(request), None
         return response, wire
 
     # -- responses to server-initiated requests ---------------------------------------
@@ -1049,58 +1044,68 @@ class Server:
                 reply this Server did not validate when it built it.
         """
         if type(data) is bytes and self._state == "ready":
-            lane = self._request_lane(data, now)
-            if lane is not None:
-                return lane
+            clock = None if now is None else wall_clock(now)  # before any change
+            # A small request in this library's own encoding, decoded once by
+            # its method's typed envelope (``_hotpath.typed_request``; the
+            # handler gets its params and a context read from it, as from
+            # the `Request` ``decode`` would build), with an id not seen
+            # before: what `receive` does for it, in one step.
+            if len(data) <= self._typed_bytes and data.startswith(REQUEST_PREFIX):
+                lane = self._typed_lanes.get(
+                    data[_METHOD_AT : data.find(b'"', _METHOD_AT)]
+                )
+                request = None if lane is None else typed_request(data, lane[1])
+                if request is not None:
+                    if not self._seen.add_new(request.id, ("wire", data)):
+                        # a repeated id: the general path compares content
+                        return [self.encode(m) for m in self.receive(data, now=now)]
+                    assert lane is not None
+                    response, wire, queued = self._handled(
+                        request, lane[0], clock, None
+                    )
+                    if wire is not None and not queued:
+                        return [wire]
+                    return self._sent(response, wire, queued)
+            answered = self._request_lane(data, clock)
+            if answered is not None:
+                return answered
         return [self.encode(message) for message in self.receive(data, now=now)]
 
     def _request_lane(self, data: bytes, now: datetime | None) -> list[bytes] | None:
-        """`receive_bytes` of the common case in one step, or ``None`` for the
-        general path (which then decodes again and names any failure): a
-        valid request, within the size bound, of a negotiated group, with an
-        id not seen before. What it does is exactly what `receive` does for
-        such a request (a handler call, the `seen` window entry) and it
-        returns the bytes `receive_bytes` would, without building and
-        looking up the messages it does not return.
-
-        A small request in this library's own encoding is decoded once, by
-        its method's typed envelope (``_hotpath.typed_request``); the
-        handler gets its params and a context read from it, like from the
-        `Request` that ``decode`` would build."""
-        if now is not None:
-            now = wall_clock(now)
-        if len(data) > self._limits.max_message_bytes:
+        """(``now`` checked already.) `receive_bytes` of another valid request (larger, or in another
+        encoding), within the size bound, of a negotiated group, with an id
+        not seen before, in one step; or ``None`` for the general path
+        (which then decodes again and names any failure). What it does is
+        exactly what `receive` does for such a request (a handler call, the
+        `seen` window entry) and it returns the bytes `receive_bytes` would,
+        without building and looking up the messages it does not return."""
+        if len(data) > self._max_bytes:
             return None
-        message: Any = None
-        if len(data) <= INLINE_BYTES and data.startswith(REQUEST_PREFIX):
-            lane = self._typed_lanes.get(data[_METHOD_AT : data.find(b'"', _METHOD_AT)])
-            if lane is not None:
-                message = typed_request(data, lane[1])
-                spec = lane[0]
-        if message is None:
-            try:
-                message = decode_checked(data)
-            except ProtocolError:
-                return None
-            if type(message) is not Request:
-                return None
-            general = self._lanes.get(message.method)
-            if general is None:
-                return None
-            spec = general
+        try:
+            message = decode_checked(data)
+        except ProtocolError:
+            return None
+        if type(message) is not Request:
+            return None
+        spec = self._lanes.get(message.method)
+        if spec is None:
+            return None
         key: ContentKey = (
             ("wire", data) if len(data) <= INLINE_BYTES else content_key(message, data)
         )
         if not self._seen.add_new(message.id, key):
             return None  # a repeated id: the general path compares content
         response, wire, queued = self._handled(message, spec, now, None)
+        return self._sent(response, wire, queued)
+
+    def _sent(
+        self, response: Response | None, wire: bytes | None, queued: list[Notification]
+    ) -> list[bytes]:
+        """The bytes of a handled request's response and its notifications."""
         if wire is None:
             assert response is not None
             wire = self.encode(response)
-        out = [wire]
-        if queued:
-            out.extend([self.encode(notification) for notification in queued])
-        return out
+        return [wire, *[self.encode(notification) for notification in queued]]
 
     # -- ending waits -------------------------------------------------------------------
 
