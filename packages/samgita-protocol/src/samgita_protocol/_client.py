@@ -226,6 +226,7 @@ class Client:
         "_resumes",
         "_state",
         "_streams",
+        "_typed_bytes",
         "_version",
         "_versions",
         "_wire",
@@ -301,6 +302,8 @@ class Client:
         self._configured_host = checked_host
         self._limits = limits
         self._max_bytes = limits.max_message_bytes
+        # What the typed response shortcut takes: a small message within the bound.
+        self._typed_bytes = min(INLINE_BYTES, limits.max_message_bytes)
         self._outbox = Outbox(
             prefix="c",
             max_outstanding_requests=limits.max_outstanding_requests,
@@ -685,6 +688,17 @@ class Client:
         clock = None if now is None else wall_clock(now)
         if self._state is _DISCONNECTED:
             raise _disconnected()
+        # Small responses first: the typed shortcut. (The terminal window
+        # keeps their bytes, so a duplicate compares alike whichever path
+        # decoded it.)
+        if (
+            type(data) is bytes
+            and len(data) <= self._typed_bytes
+            and data.startswith(RESPONSE_PREFIX)
+        ):
+            effects = self._receive_typed(data, clock)
+            if effects is not None:
+                return effects
         wire: bytes | str | None
         max_bytes = self._max_bytes
         if type(data) is not bytes and type(data) is str and len(data) <= max_bytes:
@@ -700,12 +714,6 @@ class Client:
             # The codec's fast path for bytes within the bound (what decode
             # does after its argument checks); every failure is the peer's.
             wire = data
-            # Small responses only: the terminal window keeps their bytes,
-            # so a duplicate compares alike whichever path decoded it.
-            if data.startswith(RESPONSE_PREFIX) and len(data) <= INLINE_BYTES:
-                effects = self._receive_typed(data, clock)
-                if effects is not None:
-                    return effects
             message = decode_checked(data)
         elif isinstance(data, (bytes, bytearray, memoryview, str)):
             source: bytes | bytearray | memoryview | str = data
