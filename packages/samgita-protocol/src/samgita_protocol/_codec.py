@@ -250,6 +250,8 @@ class Fast(NamedTuple):
     #: The envelope with ``params`` typed as that Struct: one decode checks
     #: a whole message (``_hotpath.checked_wire``).
     typed: msgspec.json.Decoder[Any]
+    #: Neither free-form JSON (no depth scan) nor a walk of ASCII input.
+    plain: bool
 
 
 FAST: Final[Mapping[str, Fast]] = MappingProxyType(
@@ -269,6 +271,7 @@ FAST: Final[Mapping[str, Fast]] = MappingProxyType(
                     spec.params,
                 )
             ),
+            plain=not has_free_form(spec.params) and not needs_walk(spec.params, True),
         )
         for name, spec in METHODS.items()
     }

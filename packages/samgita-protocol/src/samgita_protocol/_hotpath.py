@@ -342,30 +342,43 @@ def checked_wire(
         return None
     try:
         wire = ENCODER.encode(message)
-        if len(wire) > max_bytes:
-            return None
-        ascii_input = wire.isascii()
-        if plan.free_form and not depth_within(wire, MAX_DEPTH):
-            return None
         typed = plan.typed.decode(wire)
-        if plan.walk_ascii if ascii_input else plan.walk_any:
-            check_struct(typed.params, "/params", ascii_input)
-        if not ascii_input:
-            # Identity lengths are UTF-8 bytes: what decode walks for
-            # non-ASCII input (the envelope's own fields; params above).
-            check_struct(message, "", False)
-    except (*_FAILURES, ProtocolError):
+    except _FAILURES:
         return None
-    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
+    if (
+        len(wire) > max_bytes
+        or (typed.task_ref is not UNSET and typed.project_ref is UNSET)
+        or _astuple(typed) != _astuple(message)
+    ):
         return None
     if plan.envelope is Request:
         if plan.mutation is (typed.command_id is UNSET):
             return None
     elif (typed.stream_id is UNSET) is not (typed.cursor is UNSET):
         return None
-    if _astuple(typed) != _astuple(message):
+    if not (plan.plain and wire.isascii()) and not _walked(plan, message, typed, wire):
         return None
     return wire
+
+
+def _walked(
+    plan: Fast, message: Request | Notification, typed: Any, wire: bytes
+) -> bool:
+    # checked_wire's depth bound and walks, for free-form params, params
+    # with a walk, or non-ASCII bytes.
+    ascii_input = wire.isascii()
+    if plan.free_form and not depth_within(wire, MAX_DEPTH):
+        return False
+    try:
+        if plan.walk_ascii if ascii_input else plan.walk_any:
+            check_struct(typed.params, "/params", ascii_input)
+        if not ascii_input:
+            # Identity lengths are UTF-8 bytes: what decode walks for
+            # non-ASCII input (the envelope's own fields; params above).
+            check_struct(message, "", False)
+    except ProtocolError:
+        return False
+    return True
 
 
 def send_wire(message: Request | Notification, max_bytes: int) -> bytes:
