@@ -153,21 +153,25 @@ def _internal(request: Request) -> Response:
     return response_to(request, error=_INTERNAL_WIRE)
 
 
-class _Emitter:
-    """Validates and queues the notifications one callback emits."""
+class _Emitter(list[Notification]):
+    """The notifications one callback emitted, in order; calling it
+    validates and queues one more while the callback runs (``_build`` is
+    the Server's builder; ``None`` once the callback returned).
 
-    __slots__ = ("_build", "open", "queued")
+    A list itself, built with no Python ``__init__``: one is made for
+    every request handled (0.06 us; an object holding a list cost 0.2)."""
 
-    def __init__(self, build: Callable[..., Notification]) -> None:
-        self._build = build
-        self.queued: list[Notification] = []
-        self.open = True
+    __slots__ = ("_build",)
+
+    _build: Callable[..., Notification] | None
 
     def __call__(self, method: str, params: Any, **options: Any) -> Notification:
-        if not self.open:
+        build = self._build
+        if build is None:
             _closed_emitter()
-        notification = self._build(method, params, **options)
-        self.queued.append(notification)
+        assert build is not None
+        notification = build(method, params, **options)
+        self.append(notification)
         return notification
 
 
@@ -697,7 +701,8 @@ class Server:
         after the deadline is answered with ``approval_expired``: that is a
         fact about the request, not a bug. A typed error goes out as the
         handler raised it when it is sendable (`_own_error`)."""
-        emitter = _Emitter(self._build_notification)
+        emitter = _Emitter()
+        emitter._build = self._build_notification
         context = request_context(
             request, self._connection_id, self._negotiated, emitter
         )
@@ -709,12 +714,12 @@ class Server:
             refusal, wire = self._own_error(request, error)
             if refusal.error is _INTERNAL_WIRE:
                 return refusal, None, []  # nothing of a failed callback leaves
-            return refusal, wire, emitter.queued
+            return refusal, wire, emitter
         except Exception:
             # No detail of the failure leaves the host, and none is logged.
             return _internal(request), None, []
         finally:
-            emitter.open = False
+            emitter._build = None
         response: Response | None = None
         try:
             plan = RESULT_PLANS.get(request.method)
@@ -744,14 +749,14 @@ class Server:
                 return _internal(request), None, []
         except ProtocolError as error:
             if error.code == ErrorCode.APPROVAL_EXPIRED:
-                return _error_response(request, error), None, emitter.queued
+                return _error_response(request, error), None, emitter
             return _internal(request), None, []
         except Exception:
             return _internal(request), None, []
         if response is None and copy is not None:
             # What the caller is handed must not share the handler's objects.
             response = response_to(request, result=result if copy else outcome)
-        return response, wire, emitter.queued
+        return response, wire, emitter
 
     def _own_error(
         self, request: Request, error: ProtocolError
@@ -812,7 +817,8 @@ class Server:
         # Cursor checks before the callback; processed only after it succeeded.
         if not self._positions.check(notification):
             return []  # already processed
-        emitter = _Emitter(self._build_notification)
+        emitter = _Emitter()
+        emitter._build = self._build_notification
         context = NotificationContext(
             method=notification.method,
             connection_id=self._connection_id,
@@ -831,11 +837,11 @@ class Server:
         except Exception as exc:
             raise ProtocolError(ErrorCode.INTERNAL_ERROR, _NOTIFICATION_FAILED) from exc
         finally:
-            emitter.open = False
+            emitter._build = None
         stream_id, cursor = notification.stream_id, notification.cursor
         if stream_id is not UNSET and cursor is not UNSET:
             self._positions.mark(stream_id, cursor)
-        return list(emitter.queued)
+        return list(emitter)
 
     # -- outgoing -----------------------------------------------------------------------
 
