@@ -178,6 +178,8 @@ def typed_request(wire: bytes, plan: Fast) -> Any | None:
         return None
     if plan.mutation is (typed.command_id is UNSET):
         return None
+    if plan.plain:
+        return typed
     if plan.free_form and not depth_within(wire, MAX_DEPTH):
         return None
     if plan.walk_ascii:

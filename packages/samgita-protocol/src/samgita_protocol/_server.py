@@ -39,6 +39,7 @@ from ._handler import (
 from ._hotpath import (
     REQUEST_PREFIX,
     RESULT_PLANS,
+    ResultPlan,
     WireCache,
     proven_result,
     send_wire,
@@ -327,10 +328,11 @@ class Server:
         self._seen: RecentIds[str, ContentKey] = RecentIds(limits.max_completed)
         # The requests `receive_bytes` answers in one step: every request method
         # of the negotiated groups (filled when initialization succeeds).
-        self._lanes: dict[str, MethodSpec] = {}
-        # The same keyed by the method name's bytes, with its typed request
-        # decoder (see _request_lane).
-        self._typed_lanes: dict[bytes, tuple[MethodSpec, Fast]] = {}
+        # Each with its result plan (None for stream/resume).
+        self._lanes: dict[str, ResultPlan | None] = {}
+        # The same keyed by the method name's bytes, with the method's typed
+        # request decoder first (see receive_bytes).
+        self._typed_lanes: dict[bytes, tuple[Fast, ResultPlan | None]] = {}
         # Server-initiated requests are reads (see request()), so the
         # uncertain bound is never reached; 1 keeps the Outbox's check honest.
         self._outbox = Outbox(
@@ -598,7 +600,7 @@ class Server:
             return [_error_response(request, refusal)]
         if spec.group is None:
             return [self._initialize(request)]
-        return self._call_handler(request, spec, now)
+        return self._call_handler(request, now)
 
     def _refusal(self, spec: MethodSpec) -> ProtocolError | None:
         if spec.group is None:  # connection/initialize, the one request of no group
@@ -662,29 +664,33 @@ class Server:
         self._state = "ready"
         self._negotiated = frozenset(supported)
         self._lanes = {
-            name: spec
+            name: RESULT_PLANS.get(name)
             for name, spec in METHODS.items()
             if spec.kind == "request" and spec.group in self._negotiated
         }
         self._typed_lanes = {
-            name.encode("ascii"): (spec, FAST[name])
-            for name, spec in self._lanes.items()
+            name.encode("ascii"): (FAST[name], plan)
+            for name, plan in self._lanes.items()
         }
         return Response(
             id=request.id, correlation_id=request.correlation_id, result=result
         )
 
-    def _call_handler(
-        self, request: Request, spec: MethodSpec, now: datetime | None
-    ) -> list[Message]:
-        response, wire, queued = self._handled(request, spec, now, True)
+    def _call_handler(self, request: Request, now: datetime | None) -> list[Message]:
+        response, wire, queued = self._handled(
+            request, RESULT_PLANS.get(request.method), now, True
+        )
         assert response is not None
         if wire is not None:
             self._wire.keep(response, wire)
         return [response, *queued]
 
     def _handled(
-        self, request: Any, spec: MethodSpec, now: datetime | None, copy: bool | None
+        self,
+        request: Any,
+        plan: ResultPlan | None,
+        now: datetime | None,
+        copy: bool | None,
     ) -> tuple[Response | None, bytes | None, list[Notification]]:
         """Calls the handler: its response, that response's validated bytes
         (``None`` when it must be encoded: a substituted internal error),
@@ -722,7 +728,6 @@ class Server:
             emitter._build = None
         response: Response | None = None
         try:
-            plan = RESULT_PLANS.get(request.method)
             proven = None if plan is None else proven_result(plan, request, outcome)
             if proven is not None:
                 # The common case: the response's own bytes validated in one
@@ -1060,14 +1065,14 @@ class Server:
                 lane = self._typed_lanes.get(
                     data[_METHOD_AT : data.find(b'"', _METHOD_AT)]
                 )
-                request = None if lane is None else typed_request(data, lane[1])
+                request = None if lane is None else typed_request(data, lane[0])
                 if request is not None:
                     if not self._seen.add_new(request.id, ("wire", data)):
                         # a repeated id: the general path compares content
                         return [self.encode(m) for m in self.receive(data, now=now)]
                     assert lane is not None
                     response, wire, queued = self._handled(
-                        request, lane[0], clock, None
+                        request, lane[1], clock, None
                     )
                     if wire is not None and not queued:
                         return [wire]
@@ -1078,9 +1083,10 @@ class Server:
         return [self.encode(message) for message in self.receive(data, now=now)]
 
     def _request_lane(self, data: bytes, now: datetime | None) -> list[bytes] | None:
-        """(``now`` checked already.) `receive_bytes` of another valid request (larger, or in another
+        """`receive_bytes` of another valid request (larger, or in another
         encoding), within the size bound, of a negotiated group, with an id
-        not seen before, in one step; or ``None`` for the general path
+        not seen before, in one step (``now`` is checked already); or
+        ``None`` for the general path
         (which then decodes again and names any failure). What it does is
         exactly what `receive` does for such a request (a handler call, the
         `seen` window entry) and it returns the bytes `receive_bytes` would,
@@ -1093,15 +1099,16 @@ class Server:
             return None
         if type(message) is not Request:
             return None
-        spec = self._lanes.get(message.method)
-        if spec is None:
+        if message.method not in self._lanes:
             return None
         key: ContentKey = (
             ("wire", data) if len(data) <= INLINE_BYTES else content_key(message, data)
         )
         if not self._seen.add_new(message.id, key):
             return None  # a repeated id: the general path compares content
-        response, wire, queued = self._handled(message, spec, now, None)
+        response, wire, queued = self._handled(
+            message, self._lanes[message.method], now, None
+        )
         return self._sent(response, wire, queued)
 
     def _sent(
