@@ -20,6 +20,7 @@ from helpers import EVENT, ConnectionPair
 from samgita_protocol._codec import FAST, decode, encode
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._hotpath import (
+    NOTIFICATION_PREFIX,
     REQUEST_PREFIX,
     RESPONSE_PREFIX,
     RESULT_PLANS,
@@ -32,6 +33,7 @@ from samgita_protocol._hotpath import (
     encode_response,
     proven_result,
     send_wire,
+    typed_notification,
     typed_request,
     typed_response,
 )
@@ -101,7 +103,7 @@ def _same_envelope(typed: Any, general: Response) -> None:
 @pytest.mark.parametrize(("method", "wire"), RESPONSES)
 def test_typed_response_equals_the_general_path(method: str, wire: bytes) -> None:
     assert wire.startswith(RESPONSE_PREFIX)
-    typed = typed_response(wire, RESULT_PLANS[method])
+    typed = typed_response(wire, RESULT_PLANS[method], bytearray())
     assert typed is not None
     general, result = _general(method, wire)
     assert typed.result == result
@@ -138,7 +140,7 @@ def test_typed_response_accepts_nothing_the_general_path_decodes_otherwise(
     method: str, wire: bytes
 ) -> None:
     for mutated in _mutations(wire):
-        typed = typed_response(mutated, RESULT_PLANS[method])
+        typed = typed_response(mutated, RESULT_PLANS[method], bytearray())
         try:
             general, result = _general(method, mutated)
         except ProtocolError:
@@ -153,7 +155,7 @@ def test_typed_response_refuses_a_deep_free_form_result() -> None:
     method, wire = next((m, w) for m, w in RESPONSES if m == "project/event.receive")
     deep = b"[" * 40 + b"]" * 40
     mutated = wire.replace(b'"result":{', b'"result":{"x":' + deep + b",", 1)
-    assert typed_response(mutated, RESULT_PLANS[method]) is None
+    assert typed_response(mutated, RESULT_PLANS[method], bytearray()) is None
     with pytest.raises(ProtocolError) as info:
         decode(mutated)
     assert info.value.code == ErrorCode.DEPTH_EXCEEDED
@@ -425,7 +427,7 @@ def test_typed_response_never_accepts_more_than_the_general_path(
     for at, cut, splice in edits:
         at = min(at, len(wire))
         wire = wire[:at] + splice + wire[at + cut :]
-    typed = typed_response(wire, RESULT_PLANS[method])
+    typed = typed_response(wire, RESULT_PLANS[method], bytearray())
     if typed is None:
         return
     general, result = _general(method, wire)
@@ -813,7 +815,7 @@ def _typed_request(wire: bytes) -> Any | None:
     plan = FAST.get(name)
     if plan is None or plan.envelope is not Request:
         return None
-    return typed_request(wire, plan)
+    return typed_request(wire, plan, bytearray())
 
 
 def _same_request(typed: Any, wire: bytes) -> None:
@@ -943,3 +945,118 @@ def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> Non
         # (each pair's Server has its own random connection_id)
         c1 = msgspec.structs.replace(c1, connection_id=c2.connection_id)
         assert c1 == c2 and repr(c1) == repr(c2)
+
+
+# -- typed_notification: the Client's one-decode lane --------------------------------
+
+NOTIFICATIONS = [encode(m) for m in BUILT if isinstance(m, Notification)]
+
+
+def _typed_notification(wire: bytes) -> Notification | None:
+    """typed_notification as the Client calls it (plan by the method's
+    bytes after NOTIFICATION_PREFIX)."""
+    if not wire.startswith(NOTIFICATION_PREFIX):
+        return None
+    at = len(NOTIFICATION_PREFIX)
+    plan = FAST.get(wire[at : wire.find(b'"', at)].decode("latin-1"))
+    if plan is None or plan.envelope is not Notification:
+        return None
+    return typed_notification(wire, plan, bytearray(b"stale" * 100))
+
+
+def _same_notification(typed: Notification, wire: bytes) -> None:
+    general = decode(wire)
+    assert type(typed) is Notification and type(general) is Notification
+    assert typed == general
+    assert type(typed.params) is type(general.params)
+
+
+def test_every_ascii_notification_fixture_takes_the_typed_lane() -> None:
+    assert len(NOTIFICATIONS) >= 5
+    for wire in NOTIFICATIONS:
+        typed = _typed_notification(wire)
+        if not wire.isascii():
+            assert typed is None
+            continue
+        assert typed is not None, wire
+        _same_notification(typed, wire)
+
+
+def _notification_mutations(wire: bytes) -> list[bytes]:
+    value = json.loads(wire)
+    text = wire.decode()
+    return [
+        text.replace('"params":{', '"params":{"x":1,"x":2,', 1).encode(),
+        text[:-1].encode() + b',"method":"item/delta"}',
+        text.replace('"schema_version":"1.0",', "").encode(),
+        text[:-1].encode() + b',"extra":1}',
+        text[:-1].encode() + b',"stream_id":"s"}',
+        text[:-1].encode() + b',"cursor":1}',
+        text[:-1].encode() + b',"stream_id":"s","cursor":0}',
+        text[:-1].encode() + b',"task_ref":"t"}',
+        json.dumps(value, sort_keys=True).encode(),
+        json.dumps(value, indent=1).encode(),
+        text.replace('":"', '":"\\u00e9', 1).encode(),
+        text.replace("/", "\\/", 1).encode(),
+        text.replace('"1.0"', '"2.0"', 1).encode(),
+        text.replace(
+            '"params":{', '"params":{"x":' + "[" * 40 + "]" * 40 + ",", 1
+        ).encode(),
+        wire.replace(b'"params":{"', b'"params":{"\xff', 1),
+        wire[:-1],
+    ]
+
+
+@pytest.mark.parametrize("wire", NOTIFICATIONS)
+def test_typed_notification_accepts_nothing_decode_decodes_otherwise(
+    wire: bytes,
+) -> None:
+    for mutated in _notification_mutations(wire):
+        typed = _typed_notification(mutated)
+        if typed is not None:
+            _same_notification(typed, mutated)
+
+
+@given(
+    wire=st.sampled_from(NOTIFICATIONS),
+    edits=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=600),
+            st.integers(min_value=0, max_value=3),
+            st.sampled_from(_SPLICES),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+@settings(max_examples=1500, derandomize=True, deadline=None)
+def test_typed_notification_never_accepts_more_than_decode(
+    wire: bytes, edits: list[tuple[int, int, bytes]]
+) -> None:
+    for at, cut, splice in edits:
+        at = min(at, len(wire))
+        wire = wire[:at] + splice + wire[at + cut :]
+    typed = _typed_notification(wire)
+    if typed is not None:
+        _same_notification(typed, wire)
+
+
+def test_a_client_receives_a_typed_notification_as_the_decoded_one() -> None:
+    """Through the lane (bytes) and the general path (the decoded message)
+    a client gives the same effects, buffers sequenced notifications the
+    same way, and refuses a group it did not negotiate the same way."""
+    for groups in (None, ["cancellation.v1"]):
+        lane, general = (
+            ConnectionPair(capabilities=groups),
+            ConnectionPair(capabilities=groups),
+        )
+        for wire in NOTIFICATIONS:
+            results: list[Any] = []
+            for pair, data in ((general, decode(wire)), (lane, wire)):
+                try:
+                    results.append(pair.client.receive(data))
+                except ProtocolError as exc:
+                    results.append((exc.code, exc.origin))
+            assert results[0] == results[1], wire
+            assert lane.client.buffered == general.client.buffered
+            assert lane.client.drain() == general.client.drain()

@@ -36,7 +36,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from samgita_protocol._codec import Fast, decode, decode_checked, encode
+from samgita_protocol._codec import FAST, Fast, decode, decode_checked, encode
 from samgita_protocol._contract import (
     check_echo,
     check_initialize,
@@ -54,12 +54,14 @@ from samgita_protocol._effects import (
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._given import given_message
 from samgita_protocol._hotpath import (
+    NOTIFICATION_PREFIX,
     RESPONSE_PREFIX,
     RESULT_PLANS,
     SEND_PLANS,
     WireCache,
     checked_wire,
     send_wire,
+    typed_notification,
     typed_response,
 )
 from samgita_protocol._options import Limits, check_id, check_limits
@@ -89,6 +91,8 @@ __all__ = ["Client", "ClientState"]
 
 _UNSET: Final = msgspec.UNSET
 _INITIALIZE: Final = "connection/initialize"
+#: Where the method name starts in a notification of this library's encoding.
+_METHOD_AT: Final = len(NOTIFICATION_PREFIX)
 
 
 class ClientState(enum.StrEnum):
@@ -224,9 +228,10 @@ class Client:
         "_outbox",
         "_required",
         "_resumes",
+        "_scratch",
         "_state",
         "_streams",
-        "_typed_bytes",
+        "_typed_notifications",
         "_version",
         "_versions",
         "_wire",
@@ -302,8 +307,8 @@ class Client:
         self._configured_host = checked_host
         self._limits = limits
         self._max_bytes = limits.max_message_bytes
-        # What the typed response shortcut takes: a small message within the bound.
-        self._typed_bytes = min(INLINE_BYTES, limits.max_message_bytes)
+        # The typed shortcuts' re-encoding buffer (see _hotpath).
+        self._scratch = bytearray()
         self._outbox = Outbox(
             prefix="c",
             max_outstanding_requests=limits.max_outstanding_requests,
@@ -320,6 +325,9 @@ class Client:
         self._lanes: dict[str, tuple[Any, Fast]] = {}
         # Notification methods of the negotiated groups (empty unless ready).
         self._notifications: frozenset[str] = frozenset()
+        # The same keyed by the method name's bytes, with the method's typed
+        # decoder plan (see receive).
+        self._typed_notifications: dict[bytes, Fast] = {}
         self._version: str | None = None
         self._connection_id: str | None = None
         self._offer: InitializeParams | None = None
@@ -688,17 +696,29 @@ class Client:
         clock = None if now is None else wall_clock(now)
         if self._state is _DISCONNECTED:
             raise _disconnected()
-        # Small responses first: the typed shortcut. (The terminal window
-        # keeps their bytes, so a duplicate compares alike whichever path
-        # decoded it.)
-        if (
-            type(data) is bytes
-            and len(data) <= self._typed_bytes
-            and data.startswith(RESPONSE_PREFIX)
-        ):
-            effects = self._receive_typed(data, clock)
-            if effects is not None:
-                return effects
+        # This library's own encoding first: the typed shortcuts of small
+        # responses (the terminal window keeps their bytes, so a duplicate
+        # compares alike whichever path decoded it) and of notifications of
+        # a negotiated group.
+        if type(data) is bytes and len(data) <= self._max_bytes:
+            if data.startswith(RESPONSE_PREFIX):
+                if len(data) <= INLINE_BYTES:
+                    effects = self._receive_typed(data, clock)
+                    if effects is not None:
+                        return effects
+            elif data.startswith(NOTIFICATION_PREFIX):
+                plan = self._typed_notifications.get(
+                    data[_METHOD_AT : data.find(b'"', _METHOD_AT)]
+                )
+                note = (
+                    None
+                    if plan is None
+                    else typed_notification(data, plan, self._scratch)
+                )
+                if note is not None:
+                    if note.stream_id is _UNSET:
+                        return [NotificationReceived(note)]
+                    return self._receive_notification(note, data)
         wire: bytes | str | None
         max_bytes = self._max_bytes
         if type(data) is not bytes and type(data) is str and len(data) <= max_bytes:
@@ -765,7 +785,7 @@ class Client:
         plan = RESULT_PLANS.get(request.method)
         if plan is None:
             return None
-        typed = typed_response(data, plan)
+        typed = typed_response(data, plan, self._scratch)
         if typed is None or typed.id != request_id:
             return None
         check_echo(request, typed)
@@ -842,6 +862,9 @@ class Client:
             for name in CAPABILITY_GROUPS[group]
             if METHODS[name].kind == "notification"
         )
+        self._typed_notifications = {
+            name.encode("ascii"): FAST[name] for name in self._notifications
+        }
         self._version = result.version
         self._connection_id = result.connection_id
         self._host_id = result.host_id
@@ -1005,6 +1028,7 @@ class Client:
         ended = outbox.abandon(list(outbox.pending), "disconnect")
         self._incoming = {}
         self._notifications = frozenset()
+        self._typed_notifications = {}
         self._lanes = {}  # filled only while ready
         self._state = self._moved(_Move.DISCONNECT)
         return [ErrorReceived(request, error) for request, error in ended]
@@ -1057,6 +1081,7 @@ class Client:
         self._resumes.clear()
         self._negotiated = frozenset()
         self._notifications = frozenset()
+        self._typed_notifications = {}
         self._version = None
         self._connection_id = None
         self._offer = None

@@ -34,6 +34,7 @@ from ._validate import (
 )
 
 __all__ = [
+    "NOTIFICATION_PREFIX",
     "REQUEST_PREFIX",
     "RESPONSE_PREFIX",
     "RESULT_PLANS",
@@ -45,6 +46,7 @@ __all__ = [
     "encode_response",
     "proven_result",
     "send_wire",
+    "typed_notification",
     "typed_request",
     "typed_response",
 ]
@@ -55,9 +57,15 @@ RESPONSE_PREFIX: Final = b'{"type":"response","schema_version":"1.0","id":"'
 #: The same for requests (the method comes third): what the typed request
 #: shortcut is tried on, its decoder chosen by the method's bytes.
 REQUEST_PREFIX: Final = b'{"type":"request","schema_version":"1.0","method":"'
+#: And for notifications (the typed notification shortcut).
+NOTIFICATION_PREFIX: Final = b'{"type":"notification","schema_version":"1.0","method":"'
 
 _FAILURES: Final = (ValueError, TypeError, OverflowError, RecursionError)
 _astuple: Final = msgspec.structs.astuple
+#: The typed shortcuts re-encode what they decoded into ``scratch``, a
+#: buffer the connection owns (no new bytes object per message; connection
+#: objects are not shared between threads, so neither is their buffer).
+_encode_into: Final = ENCODER.encode_into
 # checked_response compares a response with its typed envelope by position.
 assert Response.__struct_fields__[-1] == "error"
 
@@ -96,7 +104,9 @@ RESULT_PLANS: Final[Mapping[str, ResultPlan]] = {
 }
 
 
-def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
+def typed_response(
+    wire: bytes, plan: ResultPlan, scratch: bytearray
+) -> Response | None:
     """The response ``decode`` makes of ``wire`` with its result Struct as
     ``decode_result`` makes it, in one typed decode, or ``None``. What it
     returns is the typed envelope (an instance of the method's typed
@@ -115,7 +125,8 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
     decodes), and passing the result's walk.
     Only ``result`` responses decode (``error`` is an unknown field here).
     The caller passes ``plan`` of the pending request the id names and
-    checks that the decoded id is that one.
+    checks that the decoded id is that one, and its connection's
+    ``scratch`` buffer (see ``_encode_into``).
     """
     try:
         typed: Any = plan.response.decode(wire)
@@ -123,7 +134,8 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
         return None
     if typed.task_ref is not UNSET and typed.project_ref is UNSET:
         return None
-    if ENCODER.encode(typed) != wire:
+    _encode_into(typed, scratch)
+    if scratch != wire:
         return None
     # msgspec writes non-ASCII text as raw UTF-8 (its only \u escapes are
     # for control characters), so its ASCII output decodes to ASCII strings.
@@ -143,12 +155,12 @@ def typed_response(wire: bytes, plan: ResultPlan) -> Response | None:
     return response
 
 
-def typed_request(wire: bytes, plan: Fast) -> Any | None:
+def typed_request(wire: bytes, plan: Fast, scratch: bytearray) -> Any | None:
     """The request ``decode`` makes of ``wire``, in one typed decode, or
     ``None`` (then the caller runs ``decode``, which accepts or names the
     violation). ``plan`` is ``FAST[method]`` of the method whose name
     ``wire`` spells right after :data:`REQUEST_PREFIX`, up to the next
-    quote.
+    quote; ``scratch`` the connection's buffer (see ``_encode_into``).
 
     What it returns is the typed envelope (an instance of the method's
     typed request variant, not of `Request`: the same fields, values and
@@ -172,7 +184,8 @@ def typed_request(wire: bytes, plan: Fast) -> Any | None:
         typed: Any = plan.typed.decode(wire)
     except _FAILURES:
         return None
-    if ENCODER.encode(typed) != wire or not wire.isascii():
+    _encode_into(typed, scratch)
+    if scratch != wire or not wire.isascii():
         return None
     if typed.task_ref is not UNSET and typed.project_ref is UNSET:
         return None
@@ -188,6 +201,52 @@ def typed_request(wire: bytes, plan: Fast) -> Any | None:
         except ProtocolError:
             return None
     return typed
+
+
+def typed_notification(
+    wire: bytes, plan: Fast, scratch: bytearray
+) -> Notification | None:
+    """The notification ``decode`` makes of ``wire``, in one typed decode, or
+    ``None`` (then the caller runs ``decode``). ``plan`` is ``FAST[method]``
+    of the notification method whose name ``wire`` spells right after
+    :data:`NOTIFICATION_PREFIX`, up to the next quote.
+
+    Exact for the reasons :func:`typed_request` gives (its own encoding,
+    the same types and constraints, pure ASCII, ``task_ref`` only beside
+    ``project_ref``, the depth bound and the params walk), with
+    ``stream_id`` and ``cursor`` together. What it returns is a
+    `Notification` built from the typed envelope's fields: a notification
+    is handed to the caller, so it is the type ``decode`` returns.
+    """
+    try:
+        typed: Any = plan.typed.decode(wire)
+    except _FAILURES:
+        return None
+    _encode_into(typed, scratch)
+    if scratch != wire or not wire.isascii():
+        return None
+    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
+        return None
+    if (typed.stream_id is UNSET) is not (typed.cursor is UNSET):
+        return None
+    if not plan.plain:
+        if plan.free_form and not depth_within(wire, MAX_DEPTH):
+            return None
+        if plan.walk_ascii:
+            try:
+                check_struct(typed.params, "/params", True)
+            except ProtocolError:
+                return None
+    return Notification(
+        method=typed.method,
+        params=typed.params,
+        stream_id=typed.stream_id,
+        cursor=typed.cursor,
+        correlation_id=typed.correlation_id,
+        causation_id=typed.causation_id,
+        project_ref=typed.project_ref,
+        task_ref=typed.task_ref,
+    )
 
 
 def proven_result(

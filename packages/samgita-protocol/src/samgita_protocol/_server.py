@@ -229,6 +229,7 @@ class Server:
         "_outbox",
         "_positions",
         "_lanes",
+        "_scratch",
         "_seen",
         "_state",
         "_typed_bytes",
@@ -315,6 +316,8 @@ class Server:
         self._callback_failures = 0
         self._limits = limits
         self._max_bytes = limits.max_message_bytes
+        # The typed request shortcut's re-encoding buffer (see _hotpath).
+        self._scratch = bytearray()
         # What the typed request lane takes: a small message within the bound.
         self._typed_bytes = min(INLINE_BYTES, limits.max_message_bytes)
         self._positions = ServerPositions(
@@ -1065,7 +1068,11 @@ class Server:
                 lane = self._typed_lanes.get(
                     data[_METHOD_AT : data.find(b'"', _METHOD_AT)]
                 )
-                request = None if lane is None else typed_request(data, lane[0])
+                request = (
+                    None
+                    if lane is None
+                    else typed_request(data, lane[0], self._scratch)
+                )
                 if request is not None:
                     if not self._seen.add_new(request.id, ("wire", data)):
                         # a repeated id: the general path compares content
