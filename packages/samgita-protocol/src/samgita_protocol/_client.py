@@ -91,8 +91,10 @@ __all__ = ["Client", "ClientState"]
 
 _UNSET: Final = msgspec.UNSET
 _INITIALIZE: Final = "connection/initialize"
-#: Where the method name starts in a notification of this library's encoding.
+#: Where the method name starts in a notification of this library's
+#: encoding, and the id in a response.
 _METHOD_AT: Final = len(NOTIFICATION_PREFIX)
+_ID_AT: Final = len(RESPONSE_PREFIX)
 
 
 class ClientState(enum.StrEnum):
@@ -776,8 +778,7 @@ class Client:
         that pending request's. Then what ``Outbox.match`` does for a
         pending request (the echo, the contextual rule; the schema is
         already checked) and what every matched response gets."""
-        start = len(RESPONSE_PREFIX)
-        request_id = data[start : data.find(b'"', start)].decode("latin-1")
+        request_id = data[_ID_AT : data.find(b'"', _ID_AT)].decode("latin-1")
         entry = self._outbox.pending.get(request_id)
         if entry is None:
             return None

@@ -493,7 +493,8 @@ class WireCache:
             return
         last = self._last
         if last is None or last[0] is not message:
-            if self._kept:
+            kept = self._kept
+            if kept and id(message) in kept:
                 self._forget(message)  # kept before: the new bytes replace it
             if last is not None:
                 self._shelve(last, size)
