@@ -9,6 +9,11 @@ listener receives a valid ``project/event.receive`` request of that size
 (padded payload; the smallest request of this shape is 292 B, so "256 B" is
 292 B), validates it through a core ``Server`` with the fake Agent's handler
 and sends its small response; the echo servers send the whole message back.
+The requests are encoded as this library's client sends them (its own
+encoding, which the core decodes in one typed pass); the row ``ours,
+foreign order`` sends the same requests as ``json.dumps`` writes them
+(``schema_version`` first, the members in another order), as a host on
+another JSON library might, which takes the core's general path.
 Then: memory per idle connection of our listener (RSS of a fake Agent
 process before and after 1,000 initialized, idle connections).
 
@@ -89,12 +94,14 @@ INIT = json.dumps(
     },
     separators=(",", ":"),
 ).encode()
-# Servers: (row name, server mode, speaks the protocol). The first is the base.
+# Servers: (row name, server mode, speaks the protocol, requests in a foreign
+# key order). The first is the base.
 SERVERS = [
-    ("bare websockets", "bare", False),
-    ("ours (protocol)", "ours", True),
-    ("ours, core stubbed", "stub", True),
-    ("bare, same reply", "reply", False),
+    ("bare websockets", "bare", False, False),
+    ("ours (protocol)", "ours", True, False),
+    ("ours, foreign order", "ours", True, True),
+    ("ours, core stubbed", "stub", True, False),
+    ("bare, same reply", "reply", False, False),
 ]
 
 
@@ -102,8 +109,12 @@ def ignore_requests(request: object) -> None:
     """``on_request`` for sessions that leave the Agent's requests (approvals) unanswered."""
 
 
-def request_bytes(i: int, size: int) -> bytes:
-    """A valid ``project/event.receive`` of ``size`` bytes (at least 292)."""
+def request_bytes(i: int, size: int, foreign: bool = False) -> bytes:
+    """A valid ``project/event.receive`` of ``size`` bytes (at least 292), as
+    this library's client encodes it (``samgita_protocol.encode``: the tag,
+    ``schema_version``, then the fields in definition order); ``foreign``:
+    as ``json.dumps`` writes the same object (``schema_version`` first, the
+    fields in another order), as a host on another JSON library might."""
     base: dict[str, Any] = {
         "schema_version": "1.0",
         "type": "request",
@@ -124,7 +135,14 @@ def request_bytes(i: int, size: int) -> bytes:
     }
     pad = size - len(json.dumps(base, separators=(",", ":")))
     base["params"]["event"]["payload"]["pad"] = "x" * max(pad, 0)
-    return json.dumps(base, separators=(",", ":")).encode()
+    wire = json.dumps(base, separators=(",", ":")).encode()
+    if foreign:
+        return wire
+    import samgita_protocol as core
+
+    ours = core.encode(core.decode(wire))
+    assert len(ours) == len(wire)  # the same members, only in another order
+    return ours
 
 
 def _fresh_agent_server() -> Any:
@@ -253,10 +271,11 @@ async def measure(
     rounds: int,
     protocol: bool,
     pid: int | None = None,
+    foreign: bool = False,
 ) -> tuple[float, float, float, float | None]:
     """msgs/s, p50 us, p99 us and server CPU us per message of one run."""
     headers = [("Authorization", f"Bearer {token}")] if token else None
-    messages = [request_bytes(i, size) for i in range(rounds)]
+    messages = [request_bytes(i, size, foreign) for i in range(rounds)]
     async with ws_connect(
         url, additional_headers=headers, max_size=2**21, compression=None
     ) as ws:
@@ -452,18 +471,19 @@ async def main() -> None:
     token = secrets.token_urlsafe(16)
     me = [sys.executable, str(Path(__file__).resolve()), "--serve"]
 
-    servers: list[tuple[str, str, bool, subprocess.Popen[str]]] = []
+    servers: list[tuple[str, str, bool, bool, subprocess.Popen[str]]] = []
     try:
-        for name, mode, proto in SERVERS:
+        for name, mode, proto, foreign in SERVERS:
             proc, url = _start([*me, mode, token])
-            servers.append((name, url, proto, proc))
+            servers.append((name, url, proto, foreign, proc))
         node = shutil.which("node")
         if node and (PEERS / "node_modules" / "ws").is_dir():
             proc, port = _start(
                 [node, str(PEERS / "ws_server_peer.mjs"), token, "echo"], PEERS
             )
             servers.insert(
-                2, ("node ws", f"ws://127.0.0.1:{port}/app-server", False, proc)
+                2,
+                ("node ws", f"ws://127.0.0.1:{port}/app-server", False, False, proc),
             )
         else:
             print(
@@ -475,17 +495,19 @@ async def main() -> None:
         )
         for label, size in SIZES.items():
             n = args.messages if size < 100_000 else max(50, args.messages // 20)
-            for _name, url, proto, proc in servers:  # warm-up, not counted
-                await measure(url, token, size, max(10, n // 10), proto, proc.pid)
+            for _name, url, proto, foreign, proc in servers:  # warm-up, not counted
+                await measure(
+                    url, token, size, max(10, n // 10), proto, proc.pid, foreign
+                )
             runs: dict[str, list[tuple[float, float, float, float | None]]] = {
                 s[0]: [] for s in servers
             }
             for r in range(args.rounds):
                 # Rotate the order so no server always runs right after another.
                 order = servers[r % len(servers) :] + servers[: r % len(servers)]
-                for name, url, proto, proc in order:
+                for name, url, proto, foreign, proc in order:
                     runs[name].append(
-                        await measure(url, token, size, n, proto, proc.pid)
+                        await measure(url, token, size, n, proto, proc.pid, foreign)
                     )
             report(label, size, [srv[0] for srv in servers], runs, n)
     finally:

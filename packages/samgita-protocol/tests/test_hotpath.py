@@ -48,6 +48,7 @@ from samgita_protocol._schema import (
     Request,
     Response,
 )
+from samgita_protocol._windows import INLINE_BYTES, content_key, typed_key
 
 INPUT = [{"type": "text", "text": "hello world"}]
 
@@ -798,11 +799,37 @@ def test_response_to_echoes_the_whole_identity_and_a_client_accepts_it() -> None
 
 # -- typed_request: the Server's one-decode lane --------------------------------------
 
+
+def _large_requests() -> list[tuple[str, bytes]]:
+    """Requests over INLINE_BYTES (the seen window keeps their digest): an
+    event with a large free-form payload, nested and with many keys."""
+    out = []
+    for message in BUILT:
+        if message.method != "project/event.receive":
+            continue
+        event = message.params.event
+        for payload in (
+            {"pad": "x" * 2000},
+            {"rows": [{"k": i, "v": "y" * 30} for i in range(400)]},
+            {"b": {"a": [1, 2.5, None, True, "z" * 5000]}, "a": 1},
+        ):
+            big = msgspec.structs.replace(
+                message,
+                params=msgspec.structs.replace(
+                    message.params,
+                    event=msgspec.structs.replace(event, payload=payload),
+                ),
+            )
+            out.append((big.method, encode(big)))
+    assert out and all(len(w) > INLINE_BYTES for _, w in out)
+    return out
+
+
 REQUESTS = [
     (message.method, encode(message))
     for message in BUILT
     if isinstance(message, Request)
-]
+] + _large_requests()
 
 
 def _typed_request(wire: bytes) -> Any | None:
@@ -827,6 +854,8 @@ def _same_request(typed: Any, wire: bytes) -> None:
     )
     assert msgspec.structs.astuple(typed) == msgspec.structs.astuple(general)
     assert type(typed.params) is type(general.params)
+    # the seen window keeps the same content key whichever path decoded it
+    assert typed_key(typed, wire) == content_key(general, wire)
 
 
 def test_every_ascii_request_fixture_takes_the_typed_lane() -> None:
@@ -1060,3 +1089,29 @@ def test_a_client_receives_a_typed_notification_as_the_decoded_one() -> None:
             assert results[0] == results[1], wire
             assert lane.client.buffered == general.client.buffered
             assert lane.client.drain() == general.client.drain()
+
+
+def test_a_large_typed_request_is_remembered_by_the_canonical_digest() -> None:
+    """A request over INLINE_BYTES taken by the typed lane leaves the seen
+    window the digest the general path compares: the same content again in
+    another key order is handled again, other content is a conflict."""
+    pair = ConnectionPair()
+    request = pair.client.request(
+        "project/event.receive",
+        {"event": {**EVENT, "payload": {"b": "x" * 3000, "a": [1, 2]}}},
+        command_id="k-large",
+    )
+    wire = pair.client.encode(request)
+    assert len(wire) > INLINE_BYTES and wire.startswith(REQUEST_PREFIX)
+    [first] = pair.server.receive_bytes(wire)
+    reordered = json.loads(wire)
+    payload = reordered["params"]["event"]["payload"]
+    reordered["params"]["event"]["payload"] = dict(reversed(list(payload.items())))
+    again = json.dumps(reordered, sort_keys=False).encode()
+    assert again != wire
+    [second] = pair.server.receive_bytes(again)
+    assert decode(second).error is msgspec.UNSET  # handled again, not a conflict
+    reordered["params"]["event"]["payload"]["a"] = [1, 3]
+    [third] = pair.server.receive_bytes(json.dumps(reordered).encode())
+    assert decode(third).error.code == "conflict"
+    assert decode(first).result is not msgspec.UNSET

@@ -715,7 +715,11 @@ class Client:
                 note = (
                     None
                     if plan is None
-                    else typed_notification(data, plan, self._scratch)
+                    else typed_notification(
+                        data,
+                        plan,
+                        self._scratch if len(data) <= INLINE_BYTES else bytearray(),
+                    )
                 )
                 if note is not None:
                     if note.stream_id is _UNSET:

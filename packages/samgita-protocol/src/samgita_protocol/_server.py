@@ -70,6 +70,7 @@ from ._windows import (
     RecentIds,
     content_key,
     same_content,
+    typed_key,
 )
 
 __all__ = ["Server", "ServerState"]
@@ -232,7 +233,6 @@ class Server:
         "_scratch",
         "_seen",
         "_state",
-        "_typed_bytes",
         "_typed_lanes",
         "_wire",
     )
@@ -318,8 +318,6 @@ class Server:
         self._max_bytes = limits.max_message_bytes
         # The typed request shortcut's re-encoding buffer (see _hotpath).
         self._scratch = bytearray()
-        # What the typed request lane takes: a small message within the bound.
-        self._typed_bytes = min(INLINE_BYTES, limits.max_message_bytes)
         self._positions = ServerPositions(
             max_streams=limits.max_streams
             if max_streams is not None
@@ -1059,22 +1057,28 @@ class Server:
         """
         if type(data) is bytes and self._state == "ready":
             clock = None if now is None else wall_clock(now)  # before any change
-            # A small request in this library's own encoding, decoded once by
-            # its method's typed envelope (``_hotpath.typed_request``; the
+            # A request in this library's own encoding, decoded once by its
+            # method's typed envelope (``_hotpath.typed_request``; the
             # handler gets its params and a context read from it, as from
             # the `Request` ``decode`` would build), with an id not seen
-            # before: what `receive` does for it, in one step.
-            if len(data) <= self._typed_bytes and data.startswith(REQUEST_PREFIX):
+            # before: what `receive` does for it, in one step. (A large one
+            # is re-encoded into a buffer of its own: the connection's stays
+            # small.)
+            if len(data) <= self._max_bytes and data.startswith(REQUEST_PREFIX):
                 lane = self._typed_lanes.get(
                     data[_METHOD_AT : data.find(b'"', _METHOD_AT)]
                 )
                 request = (
                     None
                     if lane is None
-                    else typed_request(data, lane[0], self._scratch)
+                    else typed_request(
+                        data,
+                        lane[0],
+                        self._scratch if len(data) <= INLINE_BYTES else bytearray(),
+                    )
                 )
                 if request is not None:
-                    if not self._seen.add_new(request.id, ("wire", data)):
+                    if not self._seen.add_new(request.id, typed_key(request, data)):
                         # a repeated id: the general path compares content
                         return [self.encode(m) for m in self.receive(data, now=now)]
                     assert lane is not None
