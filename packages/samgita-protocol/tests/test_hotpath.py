@@ -33,8 +33,7 @@ from samgita_protocol._hotpath import (
     encode_response,
     proven_result,
     send_wire,
-    typed_notification,
-    typed_request,
+    typed_message,
     typed_response,
 )
 from samgita_protocol._jsonscan import MAX_DEPTH
@@ -407,27 +406,34 @@ _SPLICES = [
     b"x",
 ]
 
+Edits = list[tuple[int, int, bytes]]
 
-@given(
-    case=st.sampled_from(RESPONSES),
-    edits=st.lists(
-        st.tuples(
-            st.integers(min_value=0, max_value=400),
-            st.integers(min_value=0, max_value=3),
-            st.sampled_from(_SPLICES),
-        ),
-        min_size=1,
-        max_size=3,
+#: Up to three splices: (where, how many bytes cut, what is put in).
+EDITS = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=600),
+        st.integers(min_value=0, max_value=3),
+        st.sampled_from(_SPLICES),
     ),
+    min_size=1,
+    max_size=3,
 )
-@settings(max_examples=1500, derandomize=True, deadline=None)
-def test_typed_response_never_accepts_more_than_the_general_path(
-    case: tuple[str, bytes], edits: list[tuple[int, int, bytes]]
-) -> None:
-    method, wire = case
+
+
+def _spliced(wire: bytes, edits: Edits) -> bytes:
     for at, cut, splice in edits:
         at = min(at, len(wire))
         wire = wire[:at] + splice + wire[at + cut :]
+    return wire
+
+
+@given(case=st.sampled_from(RESPONSES), edits=EDITS)
+@settings(max_examples=1500, derandomize=True, deadline=None)
+def test_typed_response_never_accepts_more_than_the_general_path(
+    case: tuple[str, bytes], edits: Edits
+) -> None:
+    method, wire = case
+    wire = _spliced(wire, edits)
     typed = typed_response(wire, RESULT_PLANS[method], bytearray())
     if typed is None:
         return
@@ -797,7 +803,7 @@ def test_response_to_echoes_the_whole_identity_and_a_client_accepts_it() -> None
     assert error.result is msgspec.UNSET and error.error.code == "not_found"
 
 
-# -- typed_request: the Server's one-decode lane --------------------------------------
+# -- typed_message: the Server's one-decode lane for requests --------------------------------------
 
 
 def _large_requests() -> list[tuple[str, bytes]]:
@@ -832,21 +838,25 @@ REQUESTS = [
 ] + _large_requests()
 
 
+def _typed(wire: bytes, prefix: bytes, kind: type[Any]) -> Any | None:
+    """typed_message as a connection calls it: the plan chosen by the
+    method's bytes after ``prefix`` (None when they name no method of
+    ``kind``), with a reused buffer holding stale bytes."""
+    if not wire.startswith(prefix):
+        return None
+    at = len(prefix)
+    plan = FAST.get(wire[at : wire.find(b'"', at)].decode("latin-1"))
+    if plan is None or plan.envelope is not kind:
+        return None
+    return typed_message(wire, plan, bytearray(b"stale" * 100))
+
+
 def _typed_request(wire: bytes) -> Any | None:
-    """typed_request as the Server calls it: the plan chosen by the method's
-    bytes after REQUEST_PREFIX (None when they name no method)."""
-    if not wire.startswith(REQUEST_PREFIX):
-        return None
-    at = len(REQUEST_PREFIX)
-    name = wire[at : wire.find(b'"', at)].decode("latin-1")
-    plan = FAST.get(name)
-    if plan is None or plan.envelope is not Request:
-        return None
-    return typed_request(wire, plan, bytearray())
+    return _typed(wire, REQUEST_PREFIX, Request)
 
 
 def _same_request(typed: Any, wire: bytes) -> None:
-    """What typed_request accepted, decode accepts as the same request."""
+    """What typed_message accepted, decode accepts as the same request."""
     general = decode(wire)
     assert type(general) is Request
     assert [f.name for f in msgspec.structs.fields(type(typed))] == list(
@@ -914,26 +924,12 @@ def test_typed_request_accepts_nothing_decode_decodes_otherwise(
         _same_request(typed, mutated)
 
 
-@given(
-    case=st.sampled_from(REQUESTS),
-    edits=st.lists(
-        st.tuples(
-            st.integers(min_value=0, max_value=600),
-            st.integers(min_value=0, max_value=3),
-            st.sampled_from(_SPLICES),
-        ),
-        min_size=1,
-        max_size=3,
-    ),
-)
+@given(case=st.sampled_from(REQUESTS), edits=EDITS)
 @settings(max_examples=1500, derandomize=True, deadline=None)
 def test_typed_request_never_accepts_more_than_decode(
-    case: tuple[str, bytes], edits: list[tuple[int, int, bytes]]
+    case: tuple[str, bytes], edits: Edits
 ) -> None:
-    _method, wire = case
-    for at, cut, splice in edits:
-        at = min(at, len(wire))
-        wire = wire[:at] + splice + wire[at + cut :]
+    wire = _spliced(case[1], edits)
     typed = _typed_request(wire)
     if typed is not None:
         _same_request(typed, wire)
@@ -976,27 +972,23 @@ def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> Non
         assert c1 == c2 and repr(c1) == repr(c2)
 
 
-# -- typed_notification: the Client's one-decode lane --------------------------------
+# -- typed_message: the Client's one-decode lane for notifications --------------------------------
 
 NOTIFICATIONS = [encode(m) for m in BUILT if isinstance(m, Notification)]
 
 
-def _typed_notification(wire: bytes) -> Notification | None:
-    """typed_notification as the Client calls it (plan by the method's
-    bytes after NOTIFICATION_PREFIX)."""
-    if not wire.startswith(NOTIFICATION_PREFIX):
-        return None
-    at = len(NOTIFICATION_PREFIX)
-    plan = FAST.get(wire[at : wire.find(b'"', at)].decode("latin-1"))
-    if plan is None or plan.envelope is not Notification:
-        return None
-    return typed_notification(wire, plan, bytearray(b"stale" * 100))
+def _typed_notification(wire: bytes) -> Any | None:
+    return _typed(wire, NOTIFICATION_PREFIX, Notification)
 
 
-def _same_notification(typed: Notification, wire: bytes) -> None:
+def _same_notification(typed: Any, wire: bytes) -> None:
+    """What typed_message accepted, decode accepts as the same notification."""
     general = decode(wire)
-    assert type(typed) is Notification and type(general) is Notification
-    assert typed == general
+    assert type(general) is Notification
+    assert [f.name for f in msgspec.structs.fields(type(typed))] == list(
+        Notification.__struct_fields__
+    )
+    assert msgspec.structs.astuple(typed) == msgspec.structs.astuple(general)
     assert type(typed.params) is type(general.params)
 
 
@@ -1046,25 +1038,12 @@ def test_typed_notification_accepts_nothing_decode_decodes_otherwise(
             _same_notification(typed, mutated)
 
 
-@given(
-    wire=st.sampled_from(NOTIFICATIONS),
-    edits=st.lists(
-        st.tuples(
-            st.integers(min_value=0, max_value=600),
-            st.integers(min_value=0, max_value=3),
-            st.sampled_from(_SPLICES),
-        ),
-        min_size=1,
-        max_size=3,
-    ),
-)
+@given(wire=st.sampled_from(NOTIFICATIONS), edits=EDITS)
 @settings(max_examples=1500, derandomize=True, deadline=None)
 def test_typed_notification_never_accepts_more_than_decode(
-    wire: bytes, edits: list[tuple[int, int, bytes]]
+    wire: bytes, edits: Edits
 ) -> None:
-    for at, cut, splice in edits:
-        at = min(at, len(wire))
-        wire = wire[:at] + splice + wire[at + cut :]
+    wire = _spliced(wire, edits)
     typed = _typed_notification(wire)
     if typed is not None:
         _same_notification(typed, wire)

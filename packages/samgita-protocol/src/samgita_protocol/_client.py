@@ -61,7 +61,7 @@ from samgita_protocol._hotpath import (
     WireCache,
     checked_wire,
     send_wire,
-    typed_notification,
+    typed_message,
     typed_response,
 )
 from samgita_protocol._options import Limits, check_id, check_limits
@@ -696,12 +696,12 @@ class Client:
             TypeError, ValueError: ``now`` is not an aware datetime.
         """
         clock = None if now is None else wall_clock(now)
-        if self._state is _DISCONNECTED:
-            raise _disconnected()
         # This library's own encoding first: the typed shortcuts of small
-        # responses (the terminal window keeps their bytes, so a duplicate
-        # compares alike whichever path decoded it) and of notifications of
-        # a negotiated group.
+        # responses to pending requests (the terminal window keeps their
+        # bytes, so a duplicate compares alike whichever path decoded it) and
+        # of notifications of a negotiated group. A disconnected client has
+        # neither (disconnect ends every pending request and empties the
+        # table), so it refuses below.
         if type(data) is bytes and len(data) <= self._max_bytes:
             if data.startswith(RESPONSE_PREFIX):
                 if len(data) <= INLINE_BYTES:
@@ -712,19 +712,32 @@ class Client:
                 plan = self._typed_notifications.get(
                     data[_METHOD_AT : data.find(b'"', _METHOD_AT)]
                 )
-                note = (
+                typed = (
                     None
                     if plan is None
-                    else typed_notification(
+                    else typed_message(
                         data,
                         plan,
                         self._scratch if len(data) <= INLINE_BYTES else bytearray(),
                     )
                 )
-                if note is not None:
+                if typed is not None:
+                    # What decode returns for these bytes: a Notification.
+                    note = Notification(
+                        method=typed.method,
+                        params=typed.params,
+                        stream_id=typed.stream_id,
+                        cursor=typed.cursor,
+                        correlation_id=typed.correlation_id,
+                        causation_id=typed.causation_id,
+                        project_ref=typed.project_ref,
+                        task_ref=typed.task_ref,
+                    )
                     if note.stream_id is _UNSET:
                         return [NotificationReceived(note)]
                     return self._receive_notification(note, data)
+        if self._state is _DISCONNECTED:
+            raise _disconnected()
         wire: bytes | str | None
         max_bytes = self._max_bytes
         if type(data) is not bytes and type(data) is str and len(data) <= max_bytes:

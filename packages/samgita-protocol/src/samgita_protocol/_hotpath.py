@@ -46,18 +46,17 @@ __all__ = [
     "encode_response",
     "proven_result",
     "send_wire",
-    "typed_notification",
-    "typed_request",
+    "typed_message",
     "typed_response",
 ]
 
 #: How this library encodes every response (tag first, then the fields in
 #: definition order): what the typed shortcut is tried on.
 RESPONSE_PREFIX: Final = b'{"type":"response","schema_version":"1.0","id":"'
-#: The same for requests (the method comes third): what the typed request
+#: The same for requests (the method comes third): what the typed message
 #: shortcut is tried on, its decoder chosen by the method's bytes.
 REQUEST_PREFIX: Final = b'{"type":"request","schema_version":"1.0","method":"'
-#: And for notifications (the typed notification shortcut).
+#: And for notifications (the same shortcut).
 NOTIFICATION_PREFIX: Final = b'{"type":"notification","schema_version":"1.0","method":"'
 
 _FAILURES: Final = (ValueError, TypeError, OverflowError, RecursionError)
@@ -155,17 +154,20 @@ def typed_response(
     return response
 
 
-def typed_request(wire: bytes, plan: Fast, scratch: bytearray) -> Any | None:
-    """The request ``decode`` makes of ``wire``, in one typed decode, or
-    ``None`` (then the caller runs ``decode``, which accepts or names the
-    violation). ``plan`` is ``FAST[method]`` of the method whose name
-    ``wire`` spells right after :data:`REQUEST_PREFIX`, up to the next
+def typed_message(wire: bytes, plan: Fast, scratch: bytearray) -> Any | None:
+    """The request or notification ``decode`` makes of ``wire``, in one typed
+    decode, or ``None`` (then the caller runs ``decode``, which accepts or
+    names the violation). ``plan`` is ``FAST[method]`` of the method whose
+    name ``wire`` spells right after :data:`REQUEST_PREFIX` or
+    :data:`NOTIFICATION_PREFIX` (the one of ``plan``'s kind), up to the next
     quote; ``scratch`` the connection's buffer (see ``_encode_into``).
 
     What it returns is the typed envelope (an instance of the method's
-    typed request variant, not of `Request`: the same fields, values and
-    order, with ``params`` the method's params Struct, as ``decode`` makes
-    it); a Server reads its fields and hands the handler its params.
+    typed variant of `Request` or `Notification`, not of them: the same
+    fields, values and order, with ``params`` the method's params Struct,
+    as ``decode`` makes it); a Server reads a request's fields and hands
+    the handler its params, a Client builds the `Notification` it hands
+    out from a notification's.
 
     Exact for the same reasons as :func:`typed_response`: it accepts only
     bytes that are msgspec's own encoding of what they decode to (so no key
@@ -174,11 +176,12 @@ def typed_request(wire: bytes, plan: Fast, scratch: bytearray) -> Any | None:
     (the same constraints as ``decode``'s two decoders), pure ASCII (no
     identity byte length to check), with the envelope rules ``decode`` adds
     (``task_ref`` only beside ``project_ref``; ``command_id`` exactly on
-    mutations), at most ``MAX_DEPTH`` deep (params are the envelope's only
-    container) and passing the params walk. The method is the one the
-    caller chose ``plan`` by: a method name is ASCII without a backslash or
-    quote, so the bytes up to the next quote are the whole string, and the
-    encoding holds one ``method`` key.
+    mutations; ``stream_id`` and ``cursor`` together), at most
+    ``MAX_DEPTH`` deep (params are the envelope's only container) and
+    passing the params walk. The method is the one the caller chose
+    ``plan`` by: a method name is ASCII without a backslash or quote, so
+    the bytes up to the next quote are the whole string, and the encoding
+    holds one ``method`` key; the tag is the prefix's.
     """
     try:
         typed: Any = plan.typed.decode(wire)
@@ -189,7 +192,10 @@ def typed_request(wire: bytes, plan: Fast, scratch: bytearray) -> Any | None:
         return None
     if typed.task_ref is not UNSET and typed.project_ref is UNSET:
         return None
-    if plan.mutation is (typed.command_id is UNSET):
+    if plan.envelope is Request:
+        if plan.mutation is (typed.command_id is UNSET):
+            return None
+    elif (typed.stream_id is UNSET) is not (typed.cursor is UNSET):
         return None
     if plan.plain:
         return typed
@@ -201,52 +207,6 @@ def typed_request(wire: bytes, plan: Fast, scratch: bytearray) -> Any | None:
         except ProtocolError:
             return None
     return typed
-
-
-def typed_notification(
-    wire: bytes, plan: Fast, scratch: bytearray
-) -> Notification | None:
-    """The notification ``decode`` makes of ``wire``, in one typed decode, or
-    ``None`` (then the caller runs ``decode``). ``plan`` is ``FAST[method]``
-    of the notification method whose name ``wire`` spells right after
-    :data:`NOTIFICATION_PREFIX`, up to the next quote.
-
-    Exact for the reasons :func:`typed_request` gives (its own encoding,
-    the same types and constraints, pure ASCII, ``task_ref`` only beside
-    ``project_ref``, the depth bound and the params walk), with
-    ``stream_id`` and ``cursor`` together. What it returns is a
-    `Notification` built from the typed envelope's fields: a notification
-    is handed to the caller, so it is the type ``decode`` returns.
-    """
-    try:
-        typed: Any = plan.typed.decode(wire)
-    except _FAILURES:
-        return None
-    _encode_into(typed, scratch)
-    if scratch != wire or not wire.isascii():
-        return None
-    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
-        return None
-    if (typed.stream_id is UNSET) is not (typed.cursor is UNSET):
-        return None
-    if not plan.plain:
-        if plan.free_form and not depth_within(wire, MAX_DEPTH):
-            return None
-        if plan.walk_ascii:
-            try:
-                check_struct(typed.params, "/params", True)
-            except ProtocolError:
-                return None
-    return Notification(
-        method=typed.method,
-        params=typed.params,
-        stream_id=typed.stream_id,
-        cursor=typed.cursor,
-        correlation_id=typed.correlation_id,
-        causation_id=typed.causation_id,
-        project_ref=typed.project_ref,
-        task_ref=typed.task_ref,
-    )
 
 
 def proven_result(

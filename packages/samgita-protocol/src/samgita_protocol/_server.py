@@ -43,7 +43,7 @@ from ._hotpath import (
     WireCache,
     proven_result,
     send_wire,
-    typed_request,
+    typed_message,
 )
 from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits
 from ._outbox import DUPLICATE, Outbox
@@ -700,7 +700,7 @@ class Server:
         result (it is handed to the caller), not the handler's object;
         ``None``: the caller needs only the bytes, so a proven result's
         response is not built (``None``). ``request`` is a `Request` or a
-        typed request (``_hotpath.typed_request``).
+        typed request (``_hotpath.typed_message``).
 
         The handler's result must be a valid, bound result for this request
         that fits in one message; otherwise the peer gets a fixed internal
@@ -1058,7 +1058,7 @@ class Server:
         if type(data) is bytes and self._state == "ready":
             clock = None if now is None else wall_clock(now)  # before any change
             # A request in this library's own encoding, decoded once by its
-            # method's typed envelope (``_hotpath.typed_request``; the
+            # method's typed envelope (``_hotpath.typed_message``; the
             # handler gets its params and a context read from it, as from
             # the `Request` ``decode`` would build), with an id not seen
             # before: what `receive` does for it, in one step. (A large one
@@ -1071,7 +1071,7 @@ class Server:
                 request = (
                     None
                     if lane is None
-                    else typed_request(
+                    else typed_message(
                         data,
                         lane[0],
                         self._scratch if len(data) <= INLINE_BYTES else bytearray(),
