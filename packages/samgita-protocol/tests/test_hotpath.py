@@ -27,6 +27,7 @@ from samgita_protocol._hotpath import (
     SEND_PLANS,
     WIRE_CACHE_BYTES,
     WIRE_CACHE_ENTRIES,
+    WIRE_CACHE_MAX_MESSAGE,
     WireCache,
     checked_response,
     checked_wire,
@@ -316,6 +317,51 @@ def test_wire_cache_is_bounded_and_hands_out_by_identity() -> None:
         assert len(held) <= WIRE_CACHE_ENTRIES
         assert sum(len(w) for _, w in held) <= WIRE_CACHE_BYTES
         assert cache._bytes == sum(len(w) for _, w in cache._kept.values())
+
+
+def _held(cache: WireCache) -> tuple[int, int]:
+    """(entries, bytes) a WireCache holds, its last entry included."""
+    entries = [*cache._kept.values(), *([cache._last] if cache._last else [])]
+    assert cache._bytes == sum(len(w) for _, w in cache._kept.values())
+    return len(entries), sum(len(w) for _, w in entries)
+
+
+def test_wire_cache_stays_within_its_byte_bound_on_every_keep() -> None:
+    """Found in review: with the last entry just taken, or kept again with
+    larger bytes, a new large entry must still evict the oldest."""
+    sizes = [65_536, 65_536, 65_536, 65_436, 100]
+    cache = WireCache()
+    messages = [object() for _ in range(6)]
+    for message, size in zip(messages, sizes, strict=False):
+        cache.keep(message, b"x" * size)
+    assert _held(cache) == (5, WIRE_CACHE_BYTES)
+    assert cache.take(messages[4]) == b"x" * 100
+    cache.keep(messages[5], b"y" * 65_536)
+    assert _held(cache)[1] <= WIRE_CACHE_BYTES
+    assert cache.take(messages[0]) is None  # the oldest went
+    assert cache.take(messages[5]) == b"y" * 65_536
+
+    cache = WireCache()
+    for message, size in zip(messages, sizes, strict=False):
+        cache.keep(message, b"x" * size)
+    cache.keep(messages[4], b"z" * 65_536)  # the last entry kept again, larger
+    assert _held(cache)[1] <= WIRE_CACHE_BYTES
+    assert cache.take(messages[4]) == b"z" * 65_536
+    assert cache.take(messages[4]) is None
+
+
+def test_wire_cache_leaves_no_stale_entry_of_a_message_too_large_to_keep() -> None:
+    cache = WireCache()
+    first, other = object(), object()
+    cache.keep(first, b"small")
+    cache.keep(first, b"x" * (WIRE_CACHE_MAX_MESSAGE + 1))
+    assert cache.take(first) is None
+    cache.keep(first, b"small")
+    cache.keep(other, b"other")  # first is now among the older entries
+    cache.keep(first, b"x" * (WIRE_CACHE_MAX_MESSAGE + 1))
+    assert cache.take(first) is None
+    assert cache.take(other) == b"other"
+    assert _held(cache) == (0, 0)
 
 
 def test_request_context_factory_equals_the_constructor() -> None:

@@ -447,28 +447,28 @@ class WireCache:
         self._last: tuple[object, bytes] | None = None
 
     def keep(self, message: object, wire: bytes) -> None:
-        """Remembers ``wire`` as the validated bytes of ``message``."""
+        """Remembers ``wire`` as the validated bytes of ``message`` (replacing
+        what was kept for it; a message over ``WIRE_CACHE_MAX_MESSAGE``
+        bytes is not kept, and nothing older of it is left)."""
         size = len(wire)
+        last = self._last
+        if last is not None and last[0] is message:
+            last = self._last = None
+        elif self._kept and id(message) in self._kept:
+            self._forget(message)
         if size > WIRE_CACHE_MAX_MESSAGE:
             return
-        last = self._last
-        if last is None or last[0] is not message:
-            kept = self._kept
-            if kept and id(message) in kept:
-                self._forget(message)  # kept before: the new bytes replace it
-            if last is not None:
-                self._shelve(last, size)
-        self._last = (message, wire)
-
-    def _shelve(self, entry: tuple[object, bytes], incoming: int) -> None:
-        # The last entry (in no other place) joins the older ones; the
-        # oldest go until the incoming entry of ``incoming`` bytes fits.
         kept = self._kept
-        kept[id(entry[0])] = entry
-        total = self._bytes + len(entry[1])
-        while len(kept) >= WIRE_CACHE_ENTRIES or total + incoming > WIRE_CACHE_BYTES:
-            total -= len(kept.pop(next(iter(kept)))[1])
-        self._bytes = total
+        if last is not None:
+            # The last entry (in no other place) joins the older ones.
+            kept[id(last[0])] = last
+            self._bytes += len(last[1])
+        # The oldest go until the new entry fits the entry and byte bounds.
+        while kept and (
+            len(kept) >= WIRE_CACHE_ENTRIES or self._bytes + size > WIRE_CACHE_BYTES
+        ):
+            self._bytes -= len(kept.pop(next(iter(kept)))[1])
+        self._last = (message, wire)
 
     def _forget(self, message: object) -> None:
         entry = self._kept.pop(id(message), None)
