@@ -600,7 +600,7 @@ class Client:
         if wire is None:
             wire = encode(request, max_message_bytes=max_bytes)
         # -- no failure below this line --
-        outbox.put(request, spec.mutation, moment, counter, explicit=id is not None)
+        outbox.put(request, spec.mutation, moment, counter, id is not None)
         self._wire.keep(request, wire)
         if plan is None and method == _INITIALIZE:
             self._offer = converted

@@ -197,10 +197,10 @@ class Outbox:
         mutation: bool,
         now: float,
         counter: int,
-        *,
         explicit: bool,
     ) -> None:
-        """Records a checked request as pending (cannot fail)."""
+        """Records a checked request as pending (cannot fail). ``explicit``:
+        its id was given, not generated."""
         self.pending[request.id] = Pending(request, mutation, now + self._timeout)
         if mutation:
             self._pending_mutations += 1

@@ -1016,7 +1016,7 @@ class Server:
         )
         wire = send_wire(request, self._limits.max_message_bytes)
         # -- no failure below this line --
-        outbox.put(request, False, moment, counter, explicit=id is not None)
+        outbox.put(request, False, moment, counter, id is not None)
         self._wire.keep(request, wire)
         return request
 
