@@ -69,9 +69,10 @@ def connected() -> tuple[Client, Server]:
         capabilities=("cancellation.v1", "streaming.v1"),
         host_id="bench-host",
     )
+    # As a transport does: each side sends the bytes it validated.
     init = client.request("connection/initialize", {}, now=0.0)
-    [response] = server.receive(encode(init))
-    client.receive(encode(response))
+    [response] = server.receive_bytes(client.encode(init))
+    client.receive(response)
     return client, server
 
 

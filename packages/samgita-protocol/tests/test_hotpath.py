@@ -34,7 +34,8 @@ from samgita_protocol._hotpath import (
     encode_response,
     proven_result,
     send_wire,
-    typed_message,
+    typed_notification,
+    typed_request,
     typed_response,
 )
 from samgita_protocol._jsonscan import MAX_DEPTH
@@ -849,7 +850,7 @@ def test_response_to_echoes_the_whole_identity_and_a_client_accepts_it() -> None
     assert error.result is msgspec.UNSET and error.error.code == "not_found"
 
 
-# -- typed_message: the Server's one-decode lane for requests --------------------------------------
+# -- typed_request: the Server's one-decode lane --------------------------------------
 
 
 def _large_requests() -> list[tuple[str, bytes]]:
@@ -885,7 +886,7 @@ REQUESTS = [
 
 
 def _typed(wire: bytes, prefix: bytes, kind: type[Any]) -> Any | None:
-    """typed_message as a connection calls it: the plan chosen by the
+    """typed_request / typed_notification as a connection calls them: the plan chosen by the
     method's bytes after ``prefix`` (None when they name no method of
     ``kind``), with a reused buffer holding stale bytes."""
     if not wire.startswith(prefix):
@@ -894,7 +895,8 @@ def _typed(wire: bytes, prefix: bytes, kind: type[Any]) -> Any | None:
     plan = FAST.get(wire[at : wire.find(b'"', at)].decode("latin-1"))
     if plan is None or plan.envelope is not kind:
         return None
-    return typed_message(wire, plan, bytearray(b"stale" * 100))
+    typed = typed_request if kind is Request else typed_notification
+    return typed(wire, plan, bytearray(b"stale" * 100))
 
 
 def _typed_request(wire: bytes) -> Any | None:
@@ -902,7 +904,7 @@ def _typed_request(wire: bytes) -> Any | None:
 
 
 def _same_request(typed: Any, wire: bytes) -> None:
-    """What typed_message accepted, decode accepts as the same request."""
+    """What typed_request accepted, decode accepts as the same request."""
     general = decode(wire)
     assert type(general) is Request
     assert [f.name for f in msgspec.structs.fields(type(typed))] == list(
@@ -1018,7 +1020,7 @@ def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> Non
         assert c1 == c2 and repr(c1) == repr(c2)
 
 
-# -- typed_message: the Client's one-decode lane for notifications --------------------------------
+# -- typed_notification: the Client's one-decode lane --------------------------------
 
 NOTIFICATIONS = [encode(m) for m in BUILT if isinstance(m, Notification)]
 
@@ -1028,7 +1030,7 @@ def _typed_notification(wire: bytes) -> Any | None:
 
 
 def _same_notification(typed: Any, wire: bytes) -> None:
-    """What typed_message accepted, decode accepts as the same notification."""
+    """What typed_notification accepted, decode accepts as the same notification."""
     general = decode(wire)
     assert type(general) is Notification
     assert [f.name for f in msgspec.structs.fields(type(typed))] == list(

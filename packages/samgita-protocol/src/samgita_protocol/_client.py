@@ -61,7 +61,7 @@ from samgita_protocol._hotpath import (
     WireCache,
     checked_wire,
     send_wire,
-    typed_message,
+    typed_notification,
     typed_response,
 )
 from samgita_protocol._options import Limits, check_id, check_limits
@@ -702,9 +702,9 @@ class Client:
         # of notifications of a negotiated group. A disconnected client has
         # neither (disconnect ends every pending request and empties the
         # table), so it refuses below.
-        if type(data) is bytes and len(data) <= self._max_bytes:
+        if type(data) is bytes and (size := len(data)) <= self._max_bytes:
             if data.startswith(RESPONSE_PREFIX):
-                if len(data) <= INLINE_BYTES:
+                if size <= INLINE_BYTES:
                     effects = self._receive_typed(data, clock)
                     if effects is not None:
                         return effects
@@ -715,10 +715,10 @@ class Client:
                 typed = (
                     None
                     if plan is None
-                    else typed_message(
+                    else typed_notification(
                         data,
                         plan,
-                        self._scratch if len(data) <= INLINE_BYTES else bytearray(),
+                        self._scratch if size <= INLINE_BYTES else bytearray(),
                     )
                 )
                 if typed is not None:

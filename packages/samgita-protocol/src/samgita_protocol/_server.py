@@ -43,7 +43,7 @@ from ._hotpath import (
     WireCache,
     proven_result,
     send_wire,
-    typed_message,
+    typed_request,
 )
 from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits
 from ._outbox import DUPLICATE, Outbox
@@ -700,7 +700,7 @@ class Server:
         result (it is handed to the caller), not the handler's object;
         ``None``: the caller needs only the bytes, so a proven result's
         response is not built (``None``). ``request`` is a `Request` or a
-        typed request (``_hotpath.typed_message``).
+        typed request (``_hotpath.typed_request``).
 
         The handler's result must be a valid, bound result for this request
         that fits in one message; otherwise the peer gets a fixed internal
@@ -1058,27 +1058,31 @@ class Server:
         if type(data) is bytes and self._state == "ready":
             clock = None if now is None else wall_clock(now)  # before any change
             # A request in this library's own encoding, decoded once by its
-            # method's typed envelope (``_hotpath.typed_message``; the
+            # method's typed envelope (``_hotpath.typed_request``; the
             # handler gets its params and a context read from it, as from
             # the `Request` ``decode`` would build), with an id not seen
             # before: what `receive` does for it, in one step. (A large one
             # is re-encoded into a buffer of its own: the connection's stays
             # small.)
-            if len(data) <= self._max_bytes and data.startswith(REQUEST_PREFIX):
+            if (size := len(data)) <= self._max_bytes and data.startswith(
+                REQUEST_PREFIX
+            ):
                 lane = self._typed_lanes.get(
                     data[_METHOD_AT : data.find(b'"', _METHOD_AT)]
                 )
+                small = size <= INLINE_BYTES
                 request = (
                     None
                     if lane is None
-                    else typed_message(
-                        data,
-                        lane[0],
-                        self._scratch if len(data) <= INLINE_BYTES else bytearray(),
+                    else typed_request(
+                        data, lane[0], self._scratch if small else bytearray()
                     )
                 )
                 if request is not None:
-                    if not self._seen.add_new(request.id, typed_key(request, data)):
+                    key: ContentKey = (
+                        ("wire", data) if small else typed_key(request, data)
+                    )
+                    if not self._seen.add_new(request.id, key):
                         # a repeated id: the general path compares content
                         return [self.encode(m) for m in self.receive(data, now=now)]
                     assert lane is not None

@@ -273,7 +273,7 @@ def content_key(message: object, wire: bytes | str | None) -> ContentKey:
 
 def typed_key(typed: object, wire: bytes) -> ContentKey:
     """:func:`content_key` of the request or notification a typed shortcut
-    decoded from ``wire`` (``_hotpath.typed_message``): the typed envelope
+    decoded from ``wire`` (``_hotpath.typed_request``): the typed envelope
     has the tag, fields and values of the message ``decode`` makes (its
     params are the method's Struct, nothing raw), so its sorted encoding
     is that message's canonical form."""
