@@ -903,15 +903,21 @@ def _typed_request(wire: bytes) -> Any | None:
     return _typed(wire, REQUEST_PREFIX, Request)
 
 
-def _same_request(typed: Any, wire: bytes) -> None:
-    """What typed_request accepted, decode accepts as the same request."""
+def _same_message(typed: Any, wire: bytes, kind: type[Any]) -> Any:
+    """What a typed shortcut accepted, decode accepts as the same message of
+    ``kind``, with the same fields in the same order (returned)."""
     general = decode(wire)
-    assert type(general) is Request
+    assert type(general) is kind
     assert [f.name for f in msgspec.structs.fields(type(typed))] == list(
-        Request.__struct_fields__
+        kind.__struct_fields__
     )
     assert msgspec.structs.astuple(typed) == msgspec.structs.astuple(general)
     assert type(typed.params) is type(general.params)
+    return general
+
+
+def _same_request(typed: Any, wire: bytes) -> None:
+    general = _same_message(typed, wire, Request)
     # the seen window keeps the same content key whichever path decoded it
     assert typed_key(typed, wire) == content_key(general, wire)
 
@@ -1030,14 +1036,7 @@ def _typed_notification(wire: bytes) -> Any | None:
 
 
 def _same_notification(typed: Any, wire: bytes) -> None:
-    """What typed_notification accepted, decode accepts as the same notification."""
-    general = decode(wire)
-    assert type(general) is Notification
-    assert [f.name for f in msgspec.structs.fields(type(typed))] == list(
-        Notification.__struct_fields__
-    )
-    assert msgspec.structs.astuple(typed) == msgspec.structs.astuple(general)
-    assert type(typed.params) is type(general.params)
+    _same_message(typed, wire, Notification)
 
 
 def test_every_ascii_notification_fixture_takes_the_typed_lane() -> None:

@@ -263,6 +263,8 @@ def proven_result(
     if type(result) is not plan.result:
         return None
     try:
+        # response_to(request, result=result), inline (one call less on
+        # every request a Server answers).
         wire = ENCODER.encode(
             Response(
                 id=request.id,
