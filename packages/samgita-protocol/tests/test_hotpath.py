@@ -365,40 +365,6 @@ def test_wire_cache_leaves_no_stale_entry_of_a_message_too_large_to_keep() -> No
     assert _held(cache) == (0, 0)
 
 
-def test_request_context_factory_equals_the_constructor() -> None:
-    from samgita_protocol._handler import RequestContext, request_context
-    from samgita_protocol._schema import CancelParams, Request
-
-    def emit(*_args: Any, **_kwargs: Any) -> Any:
-        raise AssertionError
-
-    request = Request(
-        id="r1",
-        correlation_id="c1",
-        method="request/cancel",
-        params=CancelParams(request_id="x"),
-        causation_id="why",
-        project_ref="p",
-        task_ref="t",
-    )
-    made = request_context(request, "conn-1", frozenset({"cancellation.v1"}), emit)
-    built = RequestContext(
-        id="r1",
-        correlation_id="c1",
-        method="request/cancel",
-        connection_id="conn-1",
-        capabilities=frozenset({"cancellation.v1"}),
-        causation_id="why",
-        project_ref="p",
-        task_ref="t",
-        _emit=emit,
-    )
-    assert made == built
-    assert repr(made) == repr(built)
-    assert made._emit is emit
-    assert made.command_id is None
-
-
 def test_decoded_digest_is_the_canonical_digest() -> None:
     from pathlib import Path
 

@@ -324,7 +324,7 @@ class Client:
         # The request methods sendable while ready (of the negotiated groups,
         # not server-only), with their send plans: set when initialization
         # succeeds and emptied on disconnect, so filled only while ready.
-        self._lanes: dict[str, tuple[Any, Fast]] = {}
+        self._lanes: dict[str, Fast] = {}
         # Notification methods of the negotiated groups (empty unless ready).
         self._notifications: frozenset[str] = frozenset()
         # The same keyed by the method name's bytes, with the method's typed
@@ -563,9 +563,9 @@ class Client:
         # The methods sendable now (only while ready), each with its send
         # shortcut's plan (see _lanes); anything else is refused or handled
         # by _sendable.
-        lane = self._lanes.get(method)
-        if lane is not None:
-            spec, plan = lane
+        plan = self._lanes.get(method)
+        if plan is not None:
+            mutation = plan.mutation
             # A params Struct is validated with the envelope by checked_wire
             # below (converting it first would validate it twice).
             converted: Any = (
@@ -574,7 +574,8 @@ class Client:
                 else convert_params(method, params)
             )
         else:
-            spec, plan = self._sendable(method), None
+            spec = self._sendable(method)
+            mutation = spec.mutation
             if method == _INITIALIZE:
                 converted = self._initialize_params(params)
             elif type(params) is spec.params:
@@ -582,7 +583,7 @@ class Client:
             else:
                 converted = convert_params(method, params)
         outbox = self._outbox
-        request_id, counter = outbox.next_id(id, spec.mutation)
+        request_id, counter = outbox.next_id(id, mutation)
         request = Request(
             id=request_id,
             correlation_id=request_id if correlation_id is None else correlation_id,
@@ -600,7 +601,7 @@ class Client:
         if wire is None:
             wire = encode(request, max_message_bytes=max_bytes)
         # -- no failure below this line --
-        outbox.put(request, spec.mutation, moment, counter, id is not None)
+        outbox.put(request, mutation, moment, counter, id is not None)
         self._wire.keep(request, wire)
         if plan is None and method == _INITIALIZE:
             self._offer = converted
@@ -868,7 +869,7 @@ class Client:
         self._state = self._moved(_Move.INITIALIZED)
         self._negotiated = frozenset(result.capabilities)
         self._lanes = {
-            name: (spec, SEND_PLANS[name])
+            name: SEND_PLANS[name]
             for name, spec in METHODS.items()
             if spec.kind == "request"
             and spec.group in self._negotiated

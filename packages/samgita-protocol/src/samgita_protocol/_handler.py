@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from msgspec import UNSET as _UNSET
 
 from ._errors import ErrorCode, ProtocolError
 
@@ -155,30 +154,6 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
             project_ref=project_ref,
             task_ref=task_ref,
         )
-
-
-def request_context(
-    request: Request, connection_id: str, capabilities: frozenset[str], emit: _Emit
-) -> RequestContext:
-    """The `RequestContext` of ``request``, telling the handler ``None`` for
-    each absent optional field."""
-    unset = _UNSET
-    command_id = request.command_id
-    causation_id = request.causation_id
-    project_ref = request.project_ref
-    task_ref = request.task_ref
-    return RequestContext(
-        id=request.id,
-        correlation_id=request.correlation_id,
-        method=request.method,
-        connection_id=connection_id,
-        capabilities=capabilities,
-        command_id=None if command_id is unset else command_id,
-        causation_id=None if causation_id is unset else causation_id,
-        project_ref=None if project_ref is unset else project_ref,
-        task_ref=None if task_ref is unset else task_ref,
-        _emit=emit,
-    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
