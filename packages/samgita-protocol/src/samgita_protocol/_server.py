@@ -713,7 +713,7 @@ class Server:
         handler raised it when it is sendable (`_own_error`)."""
         emitter = _Emitter()
         emitter._build = self._builder
-        # request_context inline (one call less on every request): None for
+        # The RequestContext (built here: one call less on every request); None for
         # each absent optional field.
         unset = UNSET
         command_id = request.command_id
