@@ -739,7 +739,7 @@ class Server:
         except ProtocolError as error:
             refusal, wire = self._own_error(request, error)
             if refusal.error is _INTERNAL_WIRE:
-                return refusal, None, []  # nothing of a failed callback leaves
+                return refusal, None, []  # nothing of a failed callback goes out
             return refusal, wire, emitter
         except Exception:
             # No detail of the failure leaves the host, and none is logged.
