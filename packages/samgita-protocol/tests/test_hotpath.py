@@ -112,28 +112,45 @@ def test_typed_response_equals_the_general_path(method: str, wire: bytes) -> Non
     _same_envelope(typed, general)
 
 
-def _mutations(wire: bytes) -> list[bytes]:
+def _envelope_mutations(wire: bytes, container: str) -> list[bytes]:
+    """Mutations of a message in this library's encoding that any typed
+    shortcut must refuse or read as decode does; ``container`` is the
+    member holding the method's Struct (``params`` or ``result``)."""
     value = json.loads(wire)
     text = wire.decode()
-    body = text[1:]
+    at = f'"{container}":{{'
     return [
-        # a repeated key, at the top and inside the result
-        ('{"id":"zz",' + body).encode(),
-        text.replace('"result":{', '"result":{"x":1,"x":2,').encode(),
-        # a missing schema_version (decoding would fill in the default)
+        # a repeated key inside the container; a missing schema_version
+        # (decoding would fill in the default); an extra field
+        text.replace(at, at + '"x":1,"x":2,', 1).encode(),
         text.replace('"schema_version":"1.0",', "").encode(),
-        # an extra field, an error beside the result
         text[:-1].encode() + b',"extra":1}',
-        text[:-1].encode() + b',"error":{"code":"internal_error","message":"m"}}',
         # the same content in another order or spelling
         json.dumps(value, sort_keys=True).encode(),
         json.dumps(value, indent=1).encode(),
-        text.replace('"id":"', '"id":"\\u00e9', 1).encode(),
-        # task_ref without project_ref
-        text.replace('"result":', '"task_ref":"t","result":', 1).encode(),
-        # an empty id, a wrong version
-        text.replace('"correlation_id":"', '"correlation_id":"" ,"x":"', 1).encode(),
+        text.replace("/", "\\/", 1).encode(),
+        # task_ref without project_ref, a wrong version
+        text[:-1].encode() + b',"task_ref":"t"}',
         text.replace('"1.0"', '"2.0"', 1).encode(),
+        # deep free-form JSON, truncation
+        text.replace(at, at + '"x":' + "[" * 40 + "]" * 40 + ",", 1).encode(),
+        wire[:-1],
+    ]
+
+
+def _mutations(wire: bytes) -> list[bytes]:
+    text = wire.decode()
+    return [
+        *_envelope_mutations(wire, "result"),
+        # a repeated key at the top
+        ('{"id":"zz",' + text[1:]).encode(),
+        # an error beside the result
+        text[:-1].encode() + b',"error":{"code":"internal_error","message":"m"}}',
+        text.replace('"id":"', '"id":"\\u00e9', 1).encode(),
+        # task_ref without project_ref, before the result
+        text.replace('"result":', '"task_ref":"t","result":', 1).encode(),
+        # an empty id
+        text.replace('"correlation_id":"', '"correlation_id":"" ,"x":"', 1).encode(),
     ]
 
 
@@ -851,10 +868,21 @@ REQUESTS = [
 ] + _large_requests()
 
 
-def _typed(wire: bytes, prefix: bytes, kind: type[Any]) -> Any | None:
-    """typed_request / typed_notification as a connection calls them: the plan chosen by the
-    method's bytes after ``prefix`` (None when they name no method of
-    ``kind``), with a reused buffer holding stale bytes."""
+NOTIFICATIONS = [encode(m) for m in BUILT if isinstance(m, Notification)]
+
+#: Every message the typed shortcuts are tried on: (its kind, its bytes).
+TYPED_CASES: list[tuple[type[Any], bytes]] = [
+    *((Request, wire) for _, wire in REQUESTS),
+    *((Notification, wire) for wire in NOTIFICATIONS),
+]
+
+
+def _typed(wire: bytes, kind: type[Any]) -> Any | None:
+    """typed_request / typed_notification as a connection calls them: the
+    plan chosen by the method's bytes after the kind's prefix (None when
+    they name no method of ``kind``), with a reused buffer holding stale
+    bytes."""
+    prefix = REQUEST_PREFIX if kind is Request else NOTIFICATION_PREFIX
     if not wire.startswith(prefix):
         return None
     at = len(prefix)
@@ -865,13 +893,10 @@ def _typed(wire: bytes, prefix: bytes, kind: type[Any]) -> Any | None:
     return typed(wire, plan, bytearray(b"stale" * 100))
 
 
-def _typed_request(wire: bytes) -> Any | None:
-    return _typed(wire, REQUEST_PREFIX, Request)
-
-
-def _same_message(typed: Any, wire: bytes, kind: type[Any]) -> Any:
+def _same_message(typed: Any, wire: bytes, kind: type[Any]) -> None:
     """What a typed shortcut accepted, decode accepts as the same message of
-    ``kind``, with the same fields in the same order (returned)."""
+    ``kind``, with the same fields in the same order; for a request, the
+    seen window keeps the same content key whichever path decoded it."""
     general = decode(wire)
     assert type(general) is kind
     assert [f.name for f in msgspec.structs.fields(type(typed))] == list(
@@ -879,80 +904,69 @@ def _same_message(typed: Any, wire: bytes, kind: type[Any]) -> Any:
     )
     assert msgspec.structs.astuple(typed) == msgspec.structs.astuple(general)
     assert type(typed.params) is type(general.params)
-    return general
+    if kind is Request:
+        assert typed_key(typed, wire) == content_key(general, wire)
 
 
-def _same_request(typed: Any, wire: bytes) -> None:
-    general = _same_message(typed, wire, Request)
-    # the seen window keeps the same content key whichever path decoded it
-    assert typed_key(typed, wire) == content_key(general, wire)
+def _lane_checked(wire: bytes, kind: type[Any]) -> Any | None:
+    """The typed shortcut's answer for ``wire``, held to decode's."""
+    typed = _typed(wire, kind)
+    if typed is not None:
+        _same_message(typed, wire, kind)
+    return typed
 
 
-def test_every_ascii_request_fixture_takes_the_typed_lane() -> None:
-    assert len(REQUESTS) >= 15
-    for _method, wire in REQUESTS:
-        typed = _typed_request(wire)
-        if not wire.isascii():  # identity byte lengths: decode walks them
-            assert typed is None
-            continue
-        assert typed is not None, wire
-        _same_request(typed, wire)
+def test_every_ascii_fixture_takes_the_typed_lane() -> None:
+    assert len(REQUESTS) >= 15 and len(NOTIFICATIONS) >= 5
+    for kind, wire in TYPED_CASES:
+        typed = _lane_checked(wire, kind)
+        # non-ASCII: identity byte lengths, which decode walks
+        assert (typed is not None) is wire.isascii(), wire
 
 
-def _request_mutations(wire: bytes) -> list[bytes]:
-    value = json.loads(wire)
+def _typed_mutations(wire: bytes, kind: type[Any]) -> list[bytes]:
     text = wire.decode()
+    if kind is Notification:
+        return [
+            *_envelope_mutations(wire, "params"),
+            text[:-1].encode() + b',"method":"item/delta"}',
+            text[:-1].encode() + b',"stream_id":"s"}',
+            text[:-1].encode() + b',"cursor":1}',
+            text[:-1].encode() + b',"stream_id":"s","cursor":0}',
+            text.replace('":"', '":"\\u00e9', 1).encode(),
+            wire.replace(b'"params":{"', b'"params":{"\xff', 1),
+        ]
     return [
-        # a repeated key, at the top and inside the params
+        *_envelope_mutations(wire, "params"),
+        # a repeated key at the top
         text.replace('"id":"', '"id":"zz","id":"', 1).encode(),
-        text.replace('"params":{', '"params":{"x":1,"x":2,', 1).encode(),
         text[:-1].encode() + b',"method":"thread/read"}',
-        # a missing schema_version (decoding would fill in the default)
-        text.replace('"schema_version":"1.0",', "").encode(),
-        # an extra field
-        text[:-1].encode() + b',"extra":1}',
         # command_id added to a read or taken from a mutation
         text[:-1].encode() + b',"command_id":"k9"}',
         text.replace('"command_id":', '"causation_id":', 1).encode(),
-        # the same content in another order or spelling
-        json.dumps(value, sort_keys=True).encode(),
-        json.dumps(value, indent=1).encode(),
         text.replace('"id":"', '"id":"\\u00e9', 1).encode(),
         text.replace('"id":"', '"id":"\u00e9', 1).encode(),
-        text.replace("/", "\\/", 1).encode(),
-        # task_ref without project_ref, an empty id, a wrong version
-        text[:-1].encode() + b',"task_ref":"t"}',
+        # an empty id, invalid UTF-8
         text.replace('"correlation_id":"', '"correlation_id":"","x":"', 1).encode(),
-        text.replace('"1.0"', '"2.0"', 1).encode(),
-        # deep free-form JSON, invalid UTF-8, truncation
-        text.replace(
-            '"params":{', '"params":{"x":' + "[" * 40 + "]" * 40 + ",", 1
-        ).encode(),
         wire.replace(b'"id":"', b'"id":"\xff', 1),
-        wire[:-1],
     ]
 
 
-@pytest.mark.parametrize(("method", "wire"), REQUESTS)
-def test_typed_request_accepts_nothing_decode_decodes_otherwise(
-    method: str, wire: bytes
+@pytest.mark.parametrize(("kind", "wire"), TYPED_CASES)
+def test_typed_lanes_accept_nothing_decode_decodes_otherwise(
+    kind: type[Any], wire: bytes
 ) -> None:
-    for mutated in _request_mutations(wire):
-        typed = _typed_request(mutated)
-        if typed is None:
-            continue
-        _same_request(typed, mutated)
+    for mutated in _typed_mutations(wire, kind):
+        _lane_checked(mutated, kind)
 
 
-@given(case=st.sampled_from(REQUESTS), edits=EDITS)
-@settings(max_examples=1500, derandomize=True, deadline=None)
-def test_typed_request_never_accepts_more_than_decode(
-    case: tuple[str, bytes], edits: Edits
+@given(case=st.sampled_from(TYPED_CASES), edits=EDITS)
+@settings(max_examples=3000, derandomize=True, deadline=None)
+def test_typed_lanes_never_accept_more_than_decode(
+    case: tuple[type[Any], bytes], edits: Edits
 ) -> None:
-    wire = _spliced(case[1], edits)
-    typed = _typed_request(wire)
-    if typed is not None:
-        _same_request(typed, wire)
+    kind, wire = case
+    _lane_checked(_spliced(wire, edits), kind)
 
 
 def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> None:
@@ -990,76 +1004,6 @@ def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> Non
         # (each pair's Server has its own random connection_id)
         c1 = msgspec.structs.replace(c1, connection_id=c2.connection_id)
         assert c1 == c2 and repr(c1) == repr(c2)
-
-
-# -- typed_notification: the Client's one-decode lane --------------------------------
-
-NOTIFICATIONS = [encode(m) for m in BUILT if isinstance(m, Notification)]
-
-
-def _typed_notification(wire: bytes) -> Any | None:
-    return _typed(wire, NOTIFICATION_PREFIX, Notification)
-
-
-def _same_notification(typed: Any, wire: bytes) -> None:
-    _same_message(typed, wire, Notification)
-
-
-def test_every_ascii_notification_fixture_takes_the_typed_lane() -> None:
-    assert len(NOTIFICATIONS) >= 5
-    for wire in NOTIFICATIONS:
-        typed = _typed_notification(wire)
-        if not wire.isascii():
-            assert typed is None
-            continue
-        assert typed is not None, wire
-        _same_notification(typed, wire)
-
-
-def _notification_mutations(wire: bytes) -> list[bytes]:
-    value = json.loads(wire)
-    text = wire.decode()
-    return [
-        text.replace('"params":{', '"params":{"x":1,"x":2,', 1).encode(),
-        text[:-1].encode() + b',"method":"item/delta"}',
-        text.replace('"schema_version":"1.0",', "").encode(),
-        text[:-1].encode() + b',"extra":1}',
-        text[:-1].encode() + b',"stream_id":"s"}',
-        text[:-1].encode() + b',"cursor":1}',
-        text[:-1].encode() + b',"stream_id":"s","cursor":0}',
-        text[:-1].encode() + b',"task_ref":"t"}',
-        json.dumps(value, sort_keys=True).encode(),
-        json.dumps(value, indent=1).encode(),
-        text.replace('":"', '":"\\u00e9', 1).encode(),
-        text.replace("/", "\\/", 1).encode(),
-        text.replace('"1.0"', '"2.0"', 1).encode(),
-        text.replace(
-            '"params":{', '"params":{"x":' + "[" * 40 + "]" * 40 + ",", 1
-        ).encode(),
-        wire.replace(b'"params":{"', b'"params":{"\xff', 1),
-        wire[:-1],
-    ]
-
-
-@pytest.mark.parametrize("wire", NOTIFICATIONS)
-def test_typed_notification_accepts_nothing_decode_decodes_otherwise(
-    wire: bytes,
-) -> None:
-    for mutated in _notification_mutations(wire):
-        typed = _typed_notification(mutated)
-        if typed is not None:
-            _same_notification(typed, mutated)
-
-
-@given(wire=st.sampled_from(NOTIFICATIONS), edits=EDITS)
-@settings(max_examples=1500, derandomize=True, deadline=None)
-def test_typed_notification_never_accepts_more_than_decode(
-    wire: bytes, edits: Edits
-) -> None:
-    wire = _spliced(wire, edits)
-    typed = _typed_notification(wire)
-    if typed is not None:
-        _same_notification(typed, wire)
 
 
 def test_a_client_receives_a_typed_notification_as_the_decoded_one() -> None:
