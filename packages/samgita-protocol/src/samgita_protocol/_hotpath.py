@@ -221,14 +221,16 @@ def typed_notification(wire: bytes, plan: Fast, scratch: bytearray) -> Any | Non
     return None
 
 
-def _params_checked(plan: Fast, params: Any, wire: bytes) -> bool:
-    # The depth bound and the params walk of ASCII input, for params that
-    # are not plain.
+def _params_checked(
+    plan: Fast, params: Any, wire: bytes, ascii_input: bool = True
+) -> bool:
+    # The depth bound and the params walk (of ASCII input unless said), for
+    # params that are not plain.
     if plan.free_form and not depth_within(wire, MAX_DEPTH):
         return False
-    if plan.walk_ascii:
+    if plan.walk_ascii if ascii_input else plan.walk_any:
         try:
-            check_struct(params, "/params", True)
+            check_struct(params, "/params", ascii_input)
         except ProtocolError:
             return False
     return True
@@ -415,17 +417,15 @@ def _walked(
     # checked_wire's depth bound and walks, for free-form params, params
     # with a walk, or non-ASCII bytes.
     ascii_input = wire.isascii()
-    if plan.free_form and not depth_within(wire, MAX_DEPTH):
+    if not _params_checked(plan, typed.params, wire, ascii_input):
         return False
-    try:
-        if plan.walk_ascii if ascii_input else plan.walk_any:
-            check_struct(typed.params, "/params", ascii_input)
-        if not ascii_input:
-            # Identity lengths are UTF-8 bytes: what decode walks for
-            # non-ASCII input (the envelope's own fields; params above).
+    if not ascii_input:
+        # Identity lengths are UTF-8 bytes: what decode walks for non-ASCII
+        # input (the envelope's own fields; params above).
+        try:
             check_struct(message, "", False)
-    except ProtocolError:
-        return False
+        except ProtocolError:
+            return False
     return True
 
 
