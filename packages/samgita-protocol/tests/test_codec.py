@@ -97,8 +97,15 @@ def test_utf8_comes_before_depth_and_syntax() -> None:
     assert _code("\ud800")[0] == C.INVALID_UTF8  # a str that no UTF-8 can hold
 
 
-def test_depth_comes_before_syntax_and_duplicates_and_schema() -> None:
-    assert _code(b"[" * 33)[0] == C.DEPTH_EXCEEDED
+def test_syntax_comes_before_depth() -> None:
+    # invalid JSON is refused by msgspec's one pass before any depth analysis
+    # (a depth scan of invalid input has no meaning, and cost quadratic time)
+    assert _code(b"[" * 33)[0] == C.INVALID_JSON
+    assert _code(b"[" * 33 + b'"' + b'\\"' * 100)[0] == C.INVALID_JSON
+    assert _code(b"[" * 33 + b"]" * 33)[0] == C.DEPTH_EXCEEDED
+
+
+def test_depth_comes_before_duplicates_and_schema() -> None:
     assert _code(b'{"a":1,"a":' + b"[" * 33 + b"]" * 33 + b"}")[0] == C.DEPTH_EXCEEDED
     deep = b'{"schema_version":"2.0","x":' + b"[" * 32 + b"]" * 32 + b"}"
     assert _code(deep)[0] == C.DEPTH_EXCEEDED

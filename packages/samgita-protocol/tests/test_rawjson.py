@@ -98,9 +98,12 @@ def test_brackets_inside_strings_do_not_nest() -> None:
     assert load_json(text, max_bytes=BIG, max_depth=1) == ["[{" * 100 + '"[[[']
 
 
-def test_depth_is_checked_before_syntax() -> None:
-    # too deep and never closed: depth_exceeded, not invalid_json
-    assert _refused(b"[" * 40, max_depth=32).code is ErrorCode.DEPTH_EXCEEDED
+def test_syntax_is_checked_before_depth() -> None:
+    # too deep and never closed: invalid_json (one linear parse first)
+    assert _refused(b"[" * 40, max_depth=32).code is ErrorCode.INVALID_JSON
+    assert _refused(b"[" * 40 + b"]" * 40, max_depth=32).code is (
+        ErrorCode.DEPTH_EXCEEDED
+    )
 
 
 def test_very_deep_input_under_a_huge_bound_is_typed() -> None:

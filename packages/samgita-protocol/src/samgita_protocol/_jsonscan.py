@@ -18,6 +18,7 @@ from ._errors import ErrorCode, ProtocolError
 __all__ = [
     "MAX_DEPTH",
     "ascii_only",
+    "checked_json",
     "colons_kept",
     "depth_within",
     "error",
@@ -96,10 +97,36 @@ def colons_kept(data: bytes) -> bool:
     return data.find(b"\\") < 0 or _ESCAPED_COLON.search(data) is None
 
 
+# -- the patterns that read peer input ---------------------------------------------
+#
+# No regular expression in the three packages backtracks over a peer's input
+# (issue 18: a string pattern that could fail was retried from every quote,
+# quadratic on an unterminated string). This is the list of those that read
+# it at all, and why each is linear:
+#
+# * here, ``_ESCAPED_U``, ``_ESCAPED_COLON``, ``_BRACKET``,
+#   ``_SURROGATE_ESCAPE`` and ``_LOW_ESCAPE``: fixed strings or fixed-width
+#   byte classes, nothing to backtrack;
+# * here, ``_STRING`` and the string part of ``_TOKEN``: from an opening
+#   quote they always match, to the closing quote or to the end of the input
+#   (``\?\Z``: an unterminated string, a lone backslash last), with
+#   possessive quantifiers (``*+``) over disjoint classes, so no byte is read
+#   twice and no quote inside a consumed literal starts a new attempt;
+# * ``_validate._TIMESTAMP`` and ``_contract._TIMESTAMP``: ``fullmatch`` of a
+#   fixed shape (digits of fixed counts, one optional fraction);
+# * ``_validate._SAFE_REASON``: only over msgspec's message of at most 120
+#   characters (msgspec's messages are otherwise read with string searches);
+# * WebSocket ``_redact``: none (string searches and forward scans); Codex
+#   ``_INSTANCE_ID``: ``fullmatch`` of one class, over the caller's value.
+#
+# ``tests/test_cost.py`` holds every byte-level entry point to linear cost
+# over pathological shapes (the Codex and WebSocket packages test theirs).
+
 # -- exact JSON checks ------------------------------------------------------------------
 
-# String literals as an unrolled loop (no per-character alternation).
-_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+# String literals as an unrolled loop (no per-character alternation); an
+# unterminated one runs to the end of the input.
+_STRING: Final = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.S)
 _BRACKET: Final = re.compile(rb"[\[\]{}]")
 
 
@@ -164,7 +191,7 @@ def depth_within(data: bytes, limit: int = MAX_DEPTH) -> bool:
 
 
 _TOKEN: Final = re.compile(
-    rb'("[^"\\]*(?:\\.[^"\\]*)*")([ \t\n\r]*:)?|([\[\]{},])', re.S
+    rb'("[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z))([ \t\n\r]*+:)?|([\[\]{},])', re.S
 )
 
 
@@ -229,24 +256,126 @@ def find_duplicate_key(data: bytes) -> ProtocolError | None:
     return None
 
 
-# A \uD800-\uDBFF escape not followed by a low one, or a \uDC00-\uDFFF
-# escape not preceded by a high one; an escaped backslash before "u" does not
-# start an escape (an even run of backslashes).
-_LONE_SURROGATE: Final = re.compile(
-    rb"(?:^|[^\\])(?:\\\\)*(?:\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
-    rb"|(?<![0-9a-fA-F]{4})\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-)
+# A \uD800-\uDFFF escape (literal prefix: the engine finds ``\u`` with a
+# fast scan); _lone_surrogate decides each candidate.
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LOW_ESCAPE: Final = re.compile(rb"\\u[dD][c-fC-F]")
+_HEX: Final = frozenset(b"0123456789abcdefABCDEF")
 
 
-def json_error(data: bytes, exc: Exception) -> ProtocolError:
+def _lone_surrogate(data: bytes) -> bool:
+    """Whether a ``\\uD800``-``\\uDBFF`` escape in ``data`` is not followed
+    by a low one, or a ``\\uDC00``-``\\uDFFF`` escape is not preceded by a
+    high one. A ``\\u`` after an odd run of backslashes is not an escape
+    (the run ends in an escaped backslash). Linear: each candidate looks back
+    over the backslashes just before it, a run no other candidate reads."""
+    for m in _SURROGATE_ESCAPE.finditer(data):
+        at = m.start()
+        run = at
+        while run > 0 and data[run - 1] == 0x5C:  # backslash
+            run -= 1
+        if (at - run) % 2:
+            continue  # an escaped backslash followed by "u"
+        if data[at + 2] in b"89abAB":  # high: a low escape must follow
+            if not _LOW_ESCAPE.match(data, at + 6):
+                return True
+        elif at < 4 or not all(byte in _HEX for byte in data[at - 4 : at]):
+            return True  # low: must follow a high escape's four hex digits
+    return False
+
+
+def json_error(data: bytes, exc: Exception, path: str | None = None) -> ProtocolError:
     """The error for input msgspec could not parse: ``invalid_utf8`` for a
     ``\\u`` escape that is an unpaired UTF-16 surrogate (a string no UTF-8
     text can hold), ``invalid_json`` otherwise."""
     text = str(exc)
-    if "surrogate" in text or _LONE_SURROGATE.search(data):
+    if "surrogate" in text or _lone_surrogate(data):
         return error(
-            ErrorCode.INVALID_UTF8, "a \\u escape is an unpaired UTF-16 surrogate"
+            ErrorCode.INVALID_UTF8,
+            "a \\u escape is an unpaired UTF-16 surrogate",
+            path,
         )
     if text.startswith("JSON is malformed") or text == "Input data was truncated":
-        return error(ErrorCode.INVALID_JSON, text)
-    return error(ErrorCode.INVALID_JSON, "invalid JSON")
+        return error(ErrorCode.INVALID_JSON, text, path)
+    return error(ErrorCode.INVALID_JSON, "invalid JSON", path)
+
+
+# -- the byte-level rules in order ------------------------------------------------------
+
+_ANY: Final = msgspec.json.Decoder()
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+def checked_json(data: bytes, max_depth: int = MAX_DEPTH, at: str = "") -> Any:
+    """The untyped value of ``data`` (at most the size bound, which callers
+    check first) after every byte-level rule, cheapest conclusive check
+    first, each linear in ``len(data)``:
+
+    1. one JSON value in UTF-8: msgspec's parse, one pass in C, refuses
+       invalid input before any analysis (``invalid_json``; ``invalid_utf8``
+       when the bytes are not UTF-8 or a ``\\u`` escape is a lone
+       surrogate); its recursion guard (about a thousand levels) is
+       ``depth_exceeded``;
+    2. nesting depth, on the bytes of what is now valid JSON (``data.max``);
+    3. no object repeats a key (``duplicate_key``, ``data.path``).
+
+    ``at`` is the JSON pointer of the value inside a message: the depth
+    bound shrinks by its levels, and errors name it as ``data.path`` (errors
+    of a whole input carry none).
+
+    Raises:
+        ProtocolError: origin ``peer``, the first rule broken.
+    """
+    path = at or None
+    try:
+        value = _ANY.decode(data)
+    except RecursionError:
+        raise _too_deep(max_depth, path) from None
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(exc, path) from None
+    except msgspec.DecodeError as exc:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise _not_utf8(bad, path) from None
+        raise json_error(data, exc, path) from None
+    if not depth_within(data, max_depth - at.count("/")):
+        raise _too_deep(max_depth, path)
+    if (type(value) is dict or type(value) is list) and not _keys_proven(data, value):
+        problem = find_duplicate_key(data)
+        # find_duplicate_key also reports a top-level object without
+        # schema_version (missing_field): the envelope's rule, not JSON's.
+        if problem is not None and problem.code is ErrorCode.DUPLICATE_KEY:
+            if at:
+                assert problem.data is not None
+                problem.data["path"] = short_path(at + problem.data["path"])
+            raise problem
+    return value
+
+
+def _keys_proven(data: bytes, value: list[Any] | dict[str, Any]) -> bool:
+    """A sufficient condition for ``data`` (which decoded to ``value``)
+    repeating no key: its re-encoding is ``data`` itself (input as compact as
+    msgspec writes it), or, when no string spells a colon as ``\\u003a``
+    (``colons_kept``), has as many colons: JSON has exactly one structural
+    colon per key, a kept string as many as its re-encoding, and a repeated
+    key's lost entry takes at least its own colon with it."""
+    encoded = _ENCODER.encode(value)
+    return encoded == data or (
+        colons_kept(data) and colon_count(data) == colon_count(encoded)
+    )
+
+
+def _too_deep(limit: int, path: str | None) -> ProtocolError:
+    return error(
+        ErrorCode.DEPTH_EXCEEDED,
+        f"JSON nesting is deeper than {limit}",
+        path,
+        max=limit,
+    )
+
+
+def _not_utf8(exc: UnicodeDecodeError, path: str | None) -> ProtocolError:
+    return error(
+        ErrorCode.INVALID_UTF8, "JSON is not valid UTF-8", path, offset=exc.start
+    )

@@ -16,20 +16,16 @@ from ._errors import ErrorCode, ProtocolError
 from ._jsonscan import (
     MAX_DEPTH,
     ascii_only,
-    depth_within,
+    checked_json,
     error,
-    find_duplicate_key,
-    json_error,
     pointer_segment,
     short_path,
 )
 from ._schema import METHODS, Message, MethodSpec, Notification, StreamResumeResult
 from ._validate import (
-    ANY_DECODER,
     ENCODER,
     PARAMS_DECODERS,
     RESULT_DECODERS,
-    _keys_unique,
     check_struct,
     decode_params,
     from_validation_error,
@@ -56,40 +52,6 @@ def _as_json(value: object, code: ErrorCode, what: str) -> bytes:
         ) from None
     except (TypeError, ValueError, OverflowError):
         raise ProtocolError(code, f"{what} is not representable as JSON") from None
-
-
-def _check_json_bytes(data: bytes, prefix: str) -> Any:
-    """The untyped value of JSON ``data`` (encoded from a caller's value, or
-    a peer's raw result) after its UTF-8, depth (relative to a value at
-    ``prefix``), syntax and repeated keys are checked as ``decode`` checks
-    input: msgspec writes valid UTF-8 and unique keys for Python values, but
-    splices a ``msgspec.Raw`` in verbatim."""
-    if not data.isascii():
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise error(
-                ErrorCode.INVALID_UTF8, "the JSON is not valid UTF-8", prefix
-            ) from None
-    base = prefix.count("/")
-    if not depth_within(data, MAX_DEPTH - base):
-        raise error(
-            ErrorCode.DEPTH_EXCEEDED,
-            f"JSON nesting is deeper than {MAX_DEPTH}",
-            prefix,
-            max=MAX_DEPTH,
-        )
-    try:
-        value = ANY_DECODER.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise json_error(data, exc) from None
-    if ENCODER.encode(value) != data and not _keys_unique(data, value):
-        problem = find_duplicate_key(data)
-        if problem is not None and problem.code is ErrorCode.DUPLICATE_KEY:
-            assert problem.data is not None
-            problem.data["path"] = short_path(prefix + problem.data["path"])
-            raise problem
-    return value
 
 
 def convert_params(
@@ -122,7 +84,7 @@ def convert_params(
         value = dict(value)
     raw = _as_json(value, ErrorCode.INVALID_FIELD, "params")
     try:
-        _check_json_bytes(raw, "/params")
+        checked_json(raw, MAX_DEPTH, "/params")
         params: msgspec.Struct = decode_params(spec, raw, ascii_only(raw))
     except ProtocolError as exc:
         raise exc.with_origin("local") from None
@@ -180,7 +142,7 @@ def decode_result(
 
 def _decode_result_bytes(spec: MethodSpec, data: bytes) -> Any:
     ascii_input = ascii_only(data)
-    value = _check_json_bytes(data, "/result")
+    value = checked_json(data, MAX_DEPTH, "/result")
     try:
         result = RESULT_DECODERS[spec.name].decode(data)
     except msgspec.ValidationError as exc:
