@@ -56,8 +56,17 @@ def close_payload(code: int, reason: bytes = b"") -> bytes:
 
 
 class RawClient:
-    def __init__(self, port: int, *, timeout: float = 5.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(
+        self, port: int, *, timeout: float = 5.0, rcvbuf: int | None = None
+    ) -> None:
+        """``rcvbuf``: ``SO_RCVBUF`` set before connecting (a peer that reads little)."""
+        if rcvbuf is None:
+            self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        else:
+            self.sock = socket.socket()
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            self.sock.settimeout(timeout)
+            self.sock.connect(("127.0.0.1", port))
         self.buf = b""
 
     def close(self) -> None:

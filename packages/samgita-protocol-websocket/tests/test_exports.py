@@ -25,6 +25,7 @@ EXPECTED: frozenset[str] = frozenset(
         "Secret",
         "Session",
         "connect",
+        "is_credential_header",
         "redact_text",
         "serve",
     }

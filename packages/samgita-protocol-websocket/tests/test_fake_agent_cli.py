@@ -65,3 +65,55 @@ def test_non_loopback_host_refused_exits_2(
     token_file.write_text(TOKEN)
     assert main(["--host", "0.0.0.0", "--token-file", str(token_file)]) == 2
     assert "allow_insecure_non_loopback" in capsys.readouterr().err
+
+
+def test_fake_agent_cuts_a_ping_flood_it_cannot_answer(tmp_path: Path) -> None:
+    # Issue 18 item 2: through serve()'s default max_write_buffer, the
+    # console script drops a peer that pings and never reads the pongs
+    # (before, its write buffer grew by ~25 MiB a second), and serves others.
+    from rawws import PING, RawClient, frame, upgrade_headers
+
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "samgita_protocol_websocket.fake_agent", "--host", "127.0.0.1", "--port", "0",
+         "--token-file", str(token_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        peer = RawClient(port, timeout=60, rcvbuf=4096)
+        assert peer.request(headers=upgrade_headers(TOKEN)).status == 101
+        pings = b"".join(frame(PING, b"p" * 125) for _ in range(1000))
+        sent, cut = 0, False
+        # Far more than the socket buffers and the 4.25 MiB bound hold.
+        while sent < 256 * 2**20:
+            try:
+                peer.sock.sendall(pings)
+            except (ConnectionResetError, BrokenPipeError):
+                cut = True
+                break
+            sent += len(pings)
+        peer.close()
+        assert cut, f"{sent} bytes of pings and still connected"
+
+        async def session() -> str:
+            async with connect(url, token=TOKEN, capabilities=["sessions.v1"]) as s:
+                return str(
+                    (await s.request("thread/start", {}, command_id="c")).thread.status
+                )
+
+        assert asyncio.run(session()) == "active"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        assert "closing connection: peer is not reading (write buffer full)" in err
+        assert "Traceback" not in err and TOKEN not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -14,7 +14,7 @@ from ._auth import (
 from ._client_policy import HandshakeRejected
 from ._codes import CloseCode
 from ._listener import Listener, serve
-from ._redact import RedactingLogger, Secret, redact_text
+from ._redact import RedactingLogger, Secret, is_credential_header, redact_text
 from ._server_loop import AgentConnection
 from ._session import Session, connect
 
@@ -31,6 +31,7 @@ __all__ = [
     "Secret",
     "Session",
     "connect",
+    "is_credential_header",
     "redact_text",
     "serve",
 ]

@@ -7,7 +7,7 @@ import hmac
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._redact import REDACTED, Secret
+from ._redact import REDACTED, Secret, is_credential_header
 
 if TYPE_CHECKING:
     from ._server_loop import AgentConnection
@@ -19,9 +19,6 @@ __all__ = [
     "HandshakeRequest",
 ]
 
-# Headers never copied into a HandshakeRequest or ConnectionInfo view.
-_HIDDEN_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
-
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class HandshakeRequest:
@@ -29,7 +26,10 @@ class HandshakeRequest:
 
     ``authorization`` holds every ``Authorization`` header value (a wrong one
     must not leak, so the field's ``repr`` hides them); ``headers`` are the other
-    request headers, lower-cased names, credential headers removed.
+    request headers, lower-cased names, credential headers removed (any name
+    :func:`is_credential_header` names:
+    ``Cookie``, ``Proxy-Authorization``, ``X-Api-Token``, ``X-Api-Key``,
+    ``X-Session-Id``, ...).
     """
 
     path: str
@@ -122,7 +122,7 @@ def request_view(path: str, remote_address: Any, raw_headers: Any) -> HandshakeR
         lower = name.lower()
         if lower == "authorization":
             authorization.append(value)
-        elif lower in _HIDDEN_HEADERS:
+        elif is_credential_header(lower):
             continue
         else:
             if lower == "origin":

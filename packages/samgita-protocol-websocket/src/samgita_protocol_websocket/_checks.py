@@ -16,10 +16,17 @@ __all__ = [
     "check_optional_seconds",
     "check_seconds",
     "check_ssl",
+    "check_write_buffer",
     "is_loopback_host",
 ]
 
 APP_SERVER_PATH: Final = "/app-server"
+
+MIN_WRITE_BUFFER_FACTOR: Final = 2
+"""``max_write_buffer`` is at least this many times ``write_limit`` + ``max_size``."""
+DEFAULT_WRITE_BUFFER_FACTOR: Final = 4
+"""``max_write_buffer`` is by default this many times ``write_limit`` + ``max_size``
+(4.25 MiB with the defaults)."""
 
 
 def is_loopback_host(host: str) -> bool:
@@ -46,6 +53,26 @@ def check_int(
         )
         raise ValueError(f"{name} must be {bound}, got {value}")
     return value
+
+
+def check_write_buffer(value: Any, *, write_limit: int, max_size: int) -> int:
+    """``max_write_buffer`` (``None``: the default), checked against the bounds it must exceed.
+
+    A send writes its whole frame and only then waits while more than
+    ``write_limit`` bytes are queued, so a peer that reads slowly can leave
+    ``write_limit`` + one ``max_size`` message queued (plus a few control
+    frames; on the client one message per concurrent sender).  Answers to
+    the peer's control frames (pongs) never wait, so this bound, at least
+    ``MIN_WRITE_BUFFER_FACTOR`` times that and by default
+    ``DEFAULT_WRITE_BUFFER_FACTOR`` times, is what stops them piling up
+    (``_textconn``).
+    """
+    in_flight = write_limit + max_size
+    if value is None:
+        return DEFAULT_WRITE_BUFFER_FACTOR * in_flight
+    return check_int(
+        "max_write_buffer", value, minimum=MIN_WRITE_BUFFER_FACTOR * in_flight
+    )
 
 
 def check_seconds(name: str, value: Any) -> float:

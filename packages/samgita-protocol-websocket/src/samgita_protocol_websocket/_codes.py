@@ -21,7 +21,7 @@ class CloseCode(enum.IntEnum):
     INVALID_PAYLOAD = 1007
     """Text message that is not valid UTF-8 (RFC 6455 section 8.1)."""
     POLICY_VIOLATION = 1008
-    """Generic policy close: used when the peer will not read (outbound queue full)."""
+    """Generic policy close: used when the peer will not read (outbound queue or write buffer full)."""
     MESSAGE_TOO_BIG = 1009
     """Message larger than ``max_message_bytes``."""
     INTERNAL_ERROR = 1011

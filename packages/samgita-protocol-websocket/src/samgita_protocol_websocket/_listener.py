@@ -48,11 +48,12 @@ from ._checks import (
     check_optional_seconds,
     check_seconds,
     check_ssl,
+    check_write_buffer,
     is_loopback_host,
     pick_alias,
 )
 from ._redact import RedactingLogger, Secret
-from ._textconn import TextConnection
+from ._textconn import TextConnection, bounded
 
 __all__ = ["Listener", "serve"]
 
@@ -73,6 +74,8 @@ DEFAULT_MAX_INBOUND_FRAMES: Final = 16
 """Frames ``websockets`` buffers before it stops reading the socket (TCP backpressure)."""
 DEFAULT_MAX_OUTBOUND_MESSAGES: Final = 256
 DEFAULT_WRITE_LIMIT: Final = 65_536
+"""Bytes queued before a send waits; ``max_write_buffer`` (``None``: a multiple of
+``write_limit`` + ``max_size``, ``_checks.check_write_buffer``) bounds the rest."""
 DEFAULT_SEND_TIMEOUT: Final = 30.0
 DEFAULT_TICK: Final = 1.0
 
@@ -332,6 +335,7 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
         max_inbound_frames: int = DEFAULT_MAX_INBOUND_FRAMES,
         max_outbound_messages: int = DEFAULT_MAX_OUTBOUND_MESSAGES,
         write_limit: int = DEFAULT_WRITE_LIMIT,
+        max_write_buffer: int | None = None,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
         tick: float = DEFAULT_TICK,
         server_options: dict[str, Any] | None = None,
@@ -431,6 +435,11 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
             "max_outbound_messages", max_outbound_messages, minimum=1
         )
         self._write_limit = check_int("write_limit", write_limit, minimum=1)
+        self._max_write_buffer = check_write_buffer(
+            max_write_buffer,
+            write_limit=self._write_limit,
+            max_size=self._max_message_bytes,
+        )
         self._send_timeout = check_seconds("send_timeout", send_timeout)
         self._tick = check_seconds("tick", tick)
         if server_options is not None and not isinstance(server_options, dict):
@@ -474,7 +483,7 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
             self._host,
             self._port,
             process_request=policy.process_request,
-            create_connection=TextConnection,
+            create_connection=bounded(TextConnection, self._max_write_buffer),
             server_header=None,
             compression=None,
             open_timeout=self._handshake_timeout,

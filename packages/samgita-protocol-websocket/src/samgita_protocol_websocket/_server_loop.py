@@ -32,7 +32,12 @@ reason ``"peer is not reading (outbound queue full)"``.  Nothing is dropped
 while the connection is up; after the close the core's disconnect semantics
 apply on both sides.  Inbound, ``websockets`` stops reading the socket once
 ``max_inbound_frames`` frames wait, and the reader handles one message at a
-time, so a peer that floods us is slowed by TCP, not buffered.
+time, so a peer that floods us with messages is slowed by TCP, not buffered.
+Control frames are not queued: ``websockets`` answers each ping at once,
+outside ``write_limit``, so a peer that pings and never reads is bounded by
+``max_write_buffer`` instead: the connection class closes 1008
+``"peer is not reading (write buffer full)"`` and drops TCP
+(``_textconn``), and :attr:`AgentConnection.close_reason` says so.
 """
 
 from __future__ import annotations
@@ -41,18 +46,15 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import samgita_protocol as core
-from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from ._auth import ConnectionInfo
 from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger
-
-if TYPE_CHECKING:
-    from ._textconn import TextConnection
+from ._textconn import WRITE_BUFFER_FULL, TextConnection
 
 __all__ = ["AgentConnection", "run_connection"]
 
@@ -106,7 +108,7 @@ class AgentConnection:
 
     def __init__(
         self,
-        ws: ServerConnection,
+        ws: TextConnection,
         *,
         max_outbound_messages: int,
         send_timeout: float,
@@ -149,7 +151,9 @@ class AgentConnection:
 
     @property
     def close_reason(self) -> str | None:
-        """Why this side closed, when it did (for example the not-reading reason)."""
+        """Why this side closed, when it did (for example a not-reading reason)."""
+        if self._close_reason is None and self._ws.write_buffer_full:
+            return WRITE_BUFFER_FULL  # the connection class failed it (_textconn)
         return self._close_reason
 
     async def wait_closed(self) -> None:
@@ -216,7 +220,7 @@ class AgentConnection:
     async def close(self, code: int = CloseCode.NORMAL, reason: str = "") -> None:
         """Close the connection with ``code`` and ``reason`` (RFC 6455 section 7.4)."""
         if self._close_reason is None:
-            self._close_reason = reason or None
+            self._close_reason = self.close_reason or reason or None
         self._closed.set()
         with contextlib.suppress(Exception):
             await self._ws.close(code, reason)

@@ -2,8 +2,9 @@
 
 One reader task per socket feeds every text message to ``Client.receive`` and
 acts on the effects: a response or error settles the waiting
-:meth:`Session.request`; an incoming request (an approval) goes to the
-``on_request`` callback, which is answered only by the caller through
+:meth:`Session.request` (a page of :meth:`Session.resume` is ingested
+first, before the message behind it); an incoming request (an approval)
+goes to the ``on_request`` callback, which is answered only by the caller through
 :meth:`Session.reply`; notifications (ephemeral ones, and sequenced ones
 drained from the core's stream buffer) go to the bounded queue behind
 :meth:`Session.notifications`.  A ticker drives ``Client.expire(now)``.
@@ -37,12 +38,13 @@ from ._checks import (
     check_optional_seconds,
     check_seconds,
     check_ssl,
+    check_write_buffer,
     pick_alias,
 )
 from ._client_policy import HandshakeRejected, NoRedirectConnect, check_url
 from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger, Secret
-from ._textconn import TextClientConnection
+from ._textconn import TextClientConnection, bounded
 
 __all__ = ["Session", "connect"]
 
@@ -70,6 +72,9 @@ class Session:
         self._reader: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._waiting: dict[str, asyncio.Future[Any]] = {}
+        # Ids of resume()'s pending stream/resume requests: the reader
+        # ingests their page (_page); each leaves when it is settled.
+        self._pages: set[str] = set()
         # Unbounded as a container, bounded by _put (max_notifications), so the
         # end-of-session marker always fits.
         self._notifications: asyncio.Queue[Any] = asyncio.Queue()
@@ -144,7 +149,9 @@ class Session:
                 write_limit=owner._write_limit,
                 logger=owner._logger,
                 ssl=owner._ssl,
-                create_connection=TextClientConnection,
+                create_connection=bounded(
+                    TextClientConnection, owner._max_write_buffer
+                ),
             )
         except InvalidStatus as exc:
             code = exc.response.status_code
@@ -185,6 +192,9 @@ class Session:
         ``ConnectionError``.
         """
         request = self._client.request(method, params, now=time.monotonic(), **envelope)
+        return await self._call(request)
+
+    async def _call(self, request: Any) -> Any:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[request.id] = future
         lost = self._lost
@@ -309,18 +319,21 @@ class Session:
     async def resume(self, stream_id: str, *, cursor: int | None = None) -> int:
         """Resume ``stream_id`` from its checkpoint (or ``cursor``) page by page; returns the events the pages held.
 
-        Each page is a ``stream/resume`` request whose result goes through
-        ``Client.receive_replay`` (duplicate and gap checks) into the core's
-        bounded stream buffer; the events arrive on :meth:`notifications`.
+        Each page is a ``stream/resume`` request whose result the reader
+        puts through ``Client.receive_replay`` (duplicate and gap checks)
+        into the core's bounded stream buffer as it arrives, before the
+        message behind it, so live events the Agent sends right after the
+        page continue it; the events arrive on :meth:`notifications`.
         Only what fits in the notification queue is taken out of the core;
         the rest stays in the core's buffer and moves to the queue as the
         caller takes notifications, so ``resume`` returns without waiting for
         the caller to consume a page that fits the core's buffer.  When the
-        next page does not fit (``max_buffered_notifications``), ``resume``
-        waits for the caller to take notifications first.  Cancelling it
-        loses nothing: what the core still buffers stays there, and a later
-        ``resume`` from the checkpoint continues.  Raises ``ProtocolError``
-        (``replay_gap`` when the Agent no longer retains the checkpoint; the
+        next page does not fit (``max_buffered_notifications``), the reader
+        stops reading until the caller takes notifications, and ``resume``
+        waits with it.  Cancelling it loses nothing: a page that arrives
+        is ingested all the same, what the core still buffers stays there,
+        and a later ``resume`` from the checkpoint continues.  Raises
+        ``ProtocolError`` (``replay_gap`` when the Agent no longer retains the checkpoint; the
         stream-integrity codes ``cursor_gap``, ``replay_conflict`` and
         ``foreign_stream`` after closing the connection with 1002).
         """
@@ -328,12 +341,15 @@ class Session:
             cursor = self._checkpoint(stream_id)
         total = 0
         while True:
-            result = await self.request(
-                "stream/resume", {"stream_id": stream_id, "cursor": cursor}
+            request = self._client.request(
+                "stream/resume",
+                {"stream_id": stream_id, "cursor": cursor},
+                now=time.monotonic(),
             )
-            await self._ingest_page(result)
+            self._pages.add(request.id)
+            # Settled by the reader once it ingested the page (see _page).
+            result = await self._call(request)
             total += len(result.events)
-            self._move()
             if not result.has_more:
                 return total
             cursor = result.cursor
@@ -342,7 +358,23 @@ class Session:
         cursor = self._client.checkpoints().get(stream_id, 0)
         return cursor if isinstance(cursor, int) else 0
 
-    async def _ingest_page(self, result: Any) -> None:
+    async def _page(self, ws: ClientConnection, request: Any, result: Any) -> bool:
+        # The reader ingests a page of resume() before it takes the message
+        # behind it: an event the Agent sends right after the page must find
+        # the page ingested (otherwise it is a cursor_gap).  Then resume()
+        # gets the page, or the error ingesting it raised.  False when the
+        # connection was closed (1002): the reader reads no further.
+        # A page whose resume() was cancelled is ingested all the same.
+        try:
+            await self._ingest_page(ws, result)
+        except core.ProtocolError as exc:
+            if not self._answer(request, exc):
+                self._owner._logger.debug("resume page not ingested: %s", exc.code)
+            return stream_integrity_reason(exc.code) is None
+        self._answer(request, result)
+        return True
+
+    async def _ingest_page(self, ws: ClientConnection, result: Any) -> None:
         while True:
             self._progress.clear()
             try:
@@ -353,13 +385,13 @@ class Session:
                     # The page does not fit the core's bounds yet (nothing
                     # was buffered: receive_replay is atomic): wait until
                     # the caller takes or acknowledges notifications, then
-                    # offer the same page again.
+                    # offer the same page again.  The reader waits here,
+                    # as it does for queue room: backpressure to the Agent.
                     await self._progress.wait()
                     self._move()
                     continue
                 integrity = stream_integrity_reason(exc.code)
-                ws = self._ws
-                if integrity is not None and ws is not None:
+                if integrity is not None:
                     self._owner._logger.warning("closing connection: %s", exc)
                     with contextlib.suppress(Exception):
                         await ws.close(CloseCode.PROTOCOL_ERROR, integrity)
@@ -465,8 +497,8 @@ class Session:
                         break
                     logger.debug("ignored peer input: %s", exc.code)
                     continue
-                for effect in effects:
-                    await self._dispatch(effect)
+                if not await self._act(ws, effects):
+                    break
                 await self._flush()
         except (ConnectionClosed, ConnectionError):
             # ConnectionError: a reply the reader sent itself failed (the
@@ -478,11 +510,41 @@ class Session:
             self._settle(self._client.disconnect())
             self._lost.set()
 
+    async def _act(self, ws: ClientConnection, effects: list[Any]) -> bool:
+        # False when a page of resume() broke the stream (closed 1002).
+        for effect in effects:
+            if isinstance(effect, core.ResponseReceived) and self._settled_page(
+                effect.request
+            ):
+                if not await self._page(ws, effect.request, effect.result):
+                    return False
+            else:
+                await self._dispatch(effect)
+        return True
+
+    def _settled_page(self, request: Any) -> bool:
+        # A request was settled: whether it was a page of resume() (then it
+        # is one no longer).
+        if request.id not in self._pages:
+            return False
+        self._pages.discard(request.id)
+        return True
+
+    def _answer(self, request: Any, outcome: Any) -> bool:
+        # Settle the caller waiting for request with its result or its
+        # ProtocolError; whether one was waiting.
+        future = self._waiting.get(request.id)
+        if future is None or future.done():
+            return False
+        if isinstance(outcome, core.ProtocolError):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
+        return True
+
     async def _dispatch(self, effect: Any) -> None:
         if isinstance(effect, core.ResponseReceived):
-            future = self._waiting.get(effect.request.id)
-            if future is not None and not future.done():
-                future.set_result(effect.result)
+            self._answer(effect.request, effect.result)
         elif isinstance(effect, core.ErrorReceived):
             self._settle([effect])
         elif isinstance(effect, core.NotificationReceived):
@@ -527,9 +589,8 @@ class Session:
     def _settle(self, effects: Collection[Any]) -> None:
         for effect in effects:
             if isinstance(effect, core.ErrorReceived):
-                future = self._waiting.get(effect.request.id)
-                if future is not None and not future.done():
-                    future.set_exception(effect.error)
+                self._settled_page(effect.request)
+                self._answer(effect.request, effect.error)
 
     async def _tick(self) -> None:
         interval = self._owner._tick
@@ -621,6 +682,7 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         max_inbound_frames: int = 16,
         max_notifications: int = DEFAULT_MAX_NOTIFICATIONS,
         write_limit: int = 65_536,
+        max_write_buffer: int | None = None,
         send_timeout: float = 30.0,
         tick: float = 1.0,
         client_options: Mapping[str, Any] | None = None,
@@ -697,6 +759,11 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
             "max_notifications", max_notifications, minimum=1
         )
         self._write_limit = check_int("write_limit", write_limit, minimum=1)
+        self._max_write_buffer = check_write_buffer(
+            max_write_buffer,
+            write_limit=self._write_limit,
+            max_size=self._max_message_bytes,
+        )
         self._send_timeout = check_seconds("send_timeout", send_timeout)
         self._tick = check_seconds("tick", tick)
         if client_options is not None and not isinstance(client_options, Mapping):
