@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +18,9 @@ from samgita_protocol_websocket.fake_agent import main
 from conftest import TOKEN
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_fake_agent_serves_and_exits_cleanly(
-    tmp_path: Path, sig: signal.Signals
-) -> None:
+@contextlib.contextmanager
+def _fake_agent(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """The console script on a free loopback port, and the URL it printed."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
     proc = subprocess.Popen(
@@ -31,24 +32,36 @@ def test_fake_agent_serves_and_exits_cleanly(
     )  # fmt: skip
     try:
         assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+        yield proc, proc.stdout.readline().strip()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _thread_status(url: str) -> str:
+    """A session's thread/start against ``url``: the new thread's status."""
+
+    async def session() -> str:
+        async with connect(url, token=TOKEN, capabilities=["sessions.v1"]) as s:
+            return str(
+                (await s.request("thread/start", {}, command_id="c")).thread.status
+            )
+
+    return asyncio.run(session())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_fake_agent_serves_and_exits_cleanly(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    with _fake_agent(tmp_path) as (proc, url):
         assert url.startswith("ws://127.0.0.1:") and url.endswith("/app-server")
-
-        async def session() -> str:
-            async with connect(url, token=TOKEN, capabilities=["sessions.v1"]) as s:
-                return str(
-                    (await s.request("thread/start", {}, command_id="c")).thread.status
-                )
-
-        assert asyncio.run(session()) == "active"
+        assert _thread_status(url) == "active"
         proc.send_signal(sig)
         assert proc.wait(10) == 0
         assert proc.stderr is not None
         err = proc.stderr.read()
         assert "Traceback" not in err and TOKEN not in err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
 
 def test_unreadable_token_file_exits_2(
@@ -73,18 +86,7 @@ def test_fake_agent_cuts_a_ping_flood_it_cannot_answer(tmp_path: Path) -> None:
     # (before, its write buffer grew by ~25 MiB a second), and serves others.
     from rawws import PING, RawClient, frame, upgrade_headers
 
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN + "\n")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "samgita_protocol_websocket.fake_agent", "--host", "127.0.0.1", "--port", "0",
-         "--token-file", str(token_file)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+    with _fake_agent(tmp_path) as (proc, url):
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         peer = RawClient(port, timeout=60, rcvbuf=4096)
         assert peer.request(headers=upgrade_headers(TOKEN)).status == 101
@@ -101,19 +103,10 @@ def test_fake_agent_cuts_a_ping_flood_it_cannot_answer(tmp_path: Path) -> None:
         peer.close()
         assert cut, f"{sent} bytes of pings and still connected"
 
-        async def session() -> str:
-            async with connect(url, token=TOKEN, capabilities=["sessions.v1"]) as s:
-                return str(
-                    (await s.request("thread/start", {}, command_id="c")).thread.status
-                )
-
-        assert asyncio.run(session()) == "active"
+        assert _thread_status(url) == "active"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
         assert proc.stderr is not None
         err = proc.stderr.read()
         assert "closing connection: peer is not reading (write buffer full)" in err
         assert "Traceback" not in err and TOKEN not in err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
