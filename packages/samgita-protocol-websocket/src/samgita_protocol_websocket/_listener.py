@@ -29,7 +29,7 @@ import logging
 import secrets
 import ssl
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any, Final, cast
+from typing import Any, cast
 
 import samgita_protocol as core
 from websockets.asyncio.server import Server as _WsServer
@@ -52,32 +52,25 @@ from ._checks import (
     is_loopback_host,
     pick_alias,
 )
+from ._defaults import (
+    DEFAULT_CLOSE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_HEADER_LINE,
+    DEFAULT_MAX_HEADERS,
+    DEFAULT_MAX_INBOUND_FRAMES,
+    DEFAULT_MAX_OUTBOUND_MESSAGES,
+    DEFAULT_MAX_SIZE,
+    DEFAULT_OPEN_TIMEOUT,
+    DEFAULT_PING_INTERVAL,
+    DEFAULT_PING_TIMEOUT,
+    DEFAULT_SEND_TIMEOUT,
+    DEFAULT_TICK,
+    DEFAULT_WRITE_LIMIT,
+)
 from ._redact import RedactingLogger, Secret
 from ._textconn import TextConnection, bounded
 
 __all__ = ["Listener", "serve"]
-
-DEFAULT_MAX_SIZE: Final = 1_048_576
-"""1 MiB, the core's message bound: a larger frame is closed 1009 before it is decoded."""
-DEFAULT_MAX_MESSAGE_BYTES: Final = DEFAULT_MAX_SIZE
-DEFAULT_OPEN_TIMEOUT: Final = 10.0
-"""Seconds for the whole opening handshake (``websockets``' ``open_timeout``)."""
-DEFAULT_HANDSHAKE_TIMEOUT: Final = DEFAULT_OPEN_TIMEOUT
-DEFAULT_MAX_HEADERS: Final = 100
-"""No looser than 100 headers; ``websockets`` caps at 128 on its own."""
-DEFAULT_MAX_HEADER_LINE: Final = 8192
-DEFAULT_MAX_CONNECTIONS: Final = 1024
-DEFAULT_PING_INTERVAL: Final = 20.0
-DEFAULT_PING_TIMEOUT: Final = 20.0
-DEFAULT_CLOSE_TIMEOUT: Final = 10.0
-DEFAULT_MAX_INBOUND_FRAMES: Final = 16
-"""Frames ``websockets`` buffers before it stops reading the socket (TCP backpressure)."""
-DEFAULT_MAX_OUTBOUND_MESSAGES: Final = 256
-DEFAULT_WRITE_LIMIT: Final = 65_536
-"""Bytes queued before a send waits; ``max_write_buffer`` (``None``: a multiple of
-``write_limit`` + ``max_size``, ``_checks.check_write_buffer``) bounds the rest."""
-DEFAULT_SEND_TIMEOUT: Final = 30.0
-DEFAULT_TICK: Final = 1.0
 
 HandlerFactory = Callable[[ConnectionInfo], Any]
 

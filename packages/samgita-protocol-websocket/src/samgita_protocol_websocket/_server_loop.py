@@ -113,7 +113,7 @@ class AgentConnection:
         max_outbound_messages: int,
         send_timeout: float,
         logger: RedactingLogger,
-        max_message_bytes: int = 1_048_576,
+        max_message_bytes: int = core.DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self._ws = ws
         self._max_message_bytes = max_message_bytes

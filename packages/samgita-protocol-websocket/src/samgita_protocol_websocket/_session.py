@@ -43,6 +43,17 @@ from ._checks import (
 )
 from ._client_policy import HandshakeRejected, NoRedirectConnect, check_url
 from ._codes import CloseCode, stream_integrity_reason
+from ._defaults import (
+    DEFAULT_CLOSE_TIMEOUT,
+    DEFAULT_MAX_INBOUND_FRAMES,
+    DEFAULT_MAX_SIZE,
+    DEFAULT_OPEN_TIMEOUT,
+    DEFAULT_PING_INTERVAL,
+    DEFAULT_PING_TIMEOUT,
+    DEFAULT_SEND_TIMEOUT,
+    DEFAULT_TICK,
+    DEFAULT_WRITE_LIMIT,
+)
 from ._redact import RedactingLogger, Secret
 from ._textconn import TextClientConnection, bounded
 
@@ -674,17 +685,17 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         ssl: ssl_module.SSLContext | None = None,
         allow_insecure_non_loopback: bool = False,
         origin: str | None = None,
-        open_timeout: float = 10.0,
-        ping_interval: float | None = 20.0,
-        ping_timeout: float | None = 20.0,
-        close_timeout: float = 10.0,
+        open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+        ping_interval: float | None = DEFAULT_PING_INTERVAL,
+        ping_timeout: float | None = DEFAULT_PING_TIMEOUT,
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
         max_size: int | None = None,
-        max_inbound_frames: int = 16,
+        max_inbound_frames: int = DEFAULT_MAX_INBOUND_FRAMES,
         max_notifications: int = DEFAULT_MAX_NOTIFICATIONS,
-        write_limit: int = 65_536,
+        write_limit: int = DEFAULT_WRITE_LIMIT,
         max_write_buffer: int | None = None,
-        send_timeout: float = 30.0,
-        tick: float = 1.0,
+        send_timeout: float = DEFAULT_SEND_TIMEOUT,
+        tick: float = DEFAULT_TICK,
         client_options: Mapping[str, Any] | None = None,
         logger: logging.Logger | None = None,
         max_message_bytes: int | None = None,
@@ -749,7 +760,11 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         # max_size is websockets' name (and the listener's);
         # max_message_bytes is kept as an alias.
         name, value = pick_alias(
-            "max_size", max_size, "max_message_bytes", max_message_bytes, 1_048_576
+            "max_size",
+            max_size,
+            "max_message_bytes",
+            max_message_bytes,
+            DEFAULT_MAX_SIZE,
         )
         self._max_message_bytes = check_int(name, value, minimum=1)
         self._max_inbound_frames = check_int(

@@ -27,8 +27,6 @@ and ``_contract`` (result rules).
 from __future__ import annotations
 
 import enum
-import math
-import time
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from types import MappingProxyType
@@ -64,7 +62,6 @@ from samgita_protocol._hotpath import (
     typed_notification,
     typed_response,
 )
-from samgita_protocol._options import Limits, check_id, check_limits
 from samgita_protocol._outbox import DUPLICATE, Outbox, Pending, limit_error
 from samgita_protocol._results import convert_params, decode_result
 from samgita_protocol._schema import (
@@ -86,6 +83,8 @@ from samgita_protocol._windows import (
     FifoWindow,
     content_digest,
 )
+
+from ._options import Limits, check_id, check_limits, monotonic
 
 __all__ = ["Client", "ClientState"]
 
@@ -163,18 +162,6 @@ def _groups(name: str, value: object) -> tuple[str, ...]:
     if len(set(groups)) != len(groups):
         raise ValueError(f"expected {name} without repeated groups, got: {groups!r}")
     return groups
-
-
-def _monotonic(now: object) -> float:
-    if now is None:
-        return time.monotonic()
-    if isinstance(now, bool) or not isinstance(now, (int, float)):
-        raise TypeError(
-            f"expected now to be seconds on the clock given to expire() (a number), got: {now!r}"
-        )
-    if not math.isfinite(now):
-        raise ValueError(f"expected now to be a finite number of seconds, got: {now!r}")
-    return float(now)
 
 
 def _disconnected() -> ProtocolError:
@@ -559,7 +546,7 @@ class Client:
                 returning a non-string.
         """
         # A finite float (now - now is nan for inf and nan) needs no checks.
-        moment = now if type(now) is float and now - now == 0.0 else _monotonic(now)
+        moment = now if type(now) is float and now - now == 0.0 else monotonic(now)
         # The methods sendable now (only while ready), each with its send
         # shortcut's plan (see _lanes); anything else is refused or handled
         # by _sendable.
@@ -1065,7 +1052,7 @@ class Client:
         """
         if now is None:
             raise TypeError("expected now to be a number of seconds, got: None")
-        moment = _monotonic(now)
+        moment = monotonic(now)
         outbox = self._outbox
         ids = outbox.expired_ids(moment)
         if not ids:

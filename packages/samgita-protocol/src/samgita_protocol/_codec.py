@@ -76,6 +76,7 @@ from ._jsonscan import (
     error,
     find_duplicate_key,
 )
+from ._options import DEFAULT_MAX_MESSAGE_BYTES
 from ._results import json_problem
 from ._schema import METHODS, Message, Notification, Request, Response
 from ._validate import (
@@ -91,17 +92,13 @@ from ._validate import (
 )
 
 __all__ = [
-    "DEFAULT_MAX_MESSAGE_BYTES",
     "FAST",
-    "MAX_DEPTH",
     "Fast",
     "decode",
     "encode",
     "typed_envelope",
 ]
 
-DEFAULT_MAX_MESSAGE_BYTES: Final = 1_048_576
-"""The default message size bound: 1 MiB of UTF-8 bytes (docs/protocol.md section 9)."""
 
 _MESSAGE_TYPES: Final = (Request, Response, Notification)
 # What msgspec raises on bad input: syntax (DecodeError, a ValueError),

@@ -19,10 +19,11 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET
 
-from ._codec import DEFAULT_MAX_MESSAGE_BYTES, FAST, Fast, encode, typed_envelope
+from ._codec import FAST, Fast, encode, typed_envelope
 from ._contract import RULES, Origin
 from ._errors import ErrorCode, ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
+from ._options import DEFAULT_MAX_MESSAGE_BYTES
 from ._results import decode_result
 from ._schema import METHODS, Notification, Request, Response, StreamResumeResult
 from ._validate import (

@@ -8,6 +8,7 @@ named default. Options are checked once, at construction; a bad value raises
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
@@ -26,6 +27,8 @@ __all__ = [
     "check_id",
     "check_limits",
     "check_timeout",
+    "is_id",
+    "monotonic",
     "positive_int",
 ]
 
@@ -150,3 +153,28 @@ def check_id(name: str, value: object, *, optional: bool = True) -> str | None:
             f"expected {name} to be a UTF-8 string of 1 to {MAX_ID_BYTES} bytes, got: {value!r}"
         )
     return value
+
+
+def is_id(value: object) -> bool:
+    """Whether ``value`` is a wire id: a string of 1 to ``MAX_ID_BYTES`` UTF-8 bytes."""
+    if not isinstance(value, str):
+        return False
+    try:
+        return 1 <= len(value.encode("utf-8")) <= MAX_ID_BYTES
+    except UnicodeEncodeError:
+        return False
+
+
+def monotonic(now: object) -> float:
+    """The ``now`` a caller gave ``expire()`` (or the monotonic clock for
+    ``None``): a finite number of seconds; ``TypeError`` / ``ValueError``
+    naming ``now`` otherwise."""
+    if now is None:
+        return time.monotonic()
+    if isinstance(now, bool) or not isinstance(now, int | float):
+        raise TypeError(
+            f"expected now to be seconds on the clock given to expire() (a number), got: {now!r}"
+        )
+    if not math.isfinite(now):
+        raise ValueError(f"expected now to be a finite number of seconds, got: {now!r}")
+    return float(now)

@@ -17,7 +17,7 @@ from msgspec import UNSET
 from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
 from ._hotpath import SEND_PLANS, WireCache, checked_wire
-from ._options import positive_int
+from ._options import DEFAULT_MAX_MESSAGE_BYTES, positive_int
 from ._schema import Notification, StreamResumeResult
 
 __all__ = ["PAGE_OVERHEAD", "PAGE_SIZE", "Replay"]
@@ -34,8 +34,6 @@ PAGE_SIZE: Final = 128
 #: event) stay within the message budget.
 PAGE_OVERHEAD: Final = 12 * 1024
 
-#: Default message budget of a page (the default ``max_message_bytes``).
-DEFAULT_MAX_MESSAGE_BYTES: Final = 1_048_576
 
 #: Default retained events: eight pages, enough for a client that fell a few
 #: pages behind, small enough that an idle stream costs little.

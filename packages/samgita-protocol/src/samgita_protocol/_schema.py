@@ -26,10 +26,10 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ._errors import ErrorCode
+from ._options import MAX_ID_BYTES
 
 __all__ = [
     "CAPABILITY_GROUPS",
-    "MAX_ID_BYTES",
     "METHODS",
     "SCHEMA_VERSION",
     "UNSET",
@@ -86,8 +86,6 @@ __all__ = [
 SCHEMA_VERSION: Final = "1.0"
 """The native wire schema version; independent of package versions."""
 
-MAX_ID_BYTES: Final = 256
-"""The UTF-8 byte limit of every identity (``id`` type)."""
 
 # -- primitive types (docs/protocol.md section 5, "Primitive types") ---------
 

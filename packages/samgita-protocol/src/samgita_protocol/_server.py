@@ -14,9 +14,7 @@ Every public method completes or raises and leaves the Server as it was.
 
 from __future__ import annotations
 
-import math
 import secrets
-import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from types import MappingProxyType
@@ -45,7 +43,7 @@ from ._hotpath import (
     send_wire,
     typed_request,
 )
-from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits
+from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits, is_id, monotonic
 from ._outbox import DUPLICATE, Outbox
 from ._results import convert_params, decode_result
 from ._schema import (
@@ -79,8 +77,6 @@ ServerState = Literal["new", "ready", "disconnected"]
 
 #: Schema versions this library speaks, in order of preference.
 _VERSIONS: Final = (SCHEMA_VERSION,)
-
-_MAX_ID_BYTES: Final = 256
 
 #: Codes of input that is never parsed again to recover a request identity:
 #: too large, not text, not JSON or too deep.
@@ -117,27 +113,6 @@ def _opt(value: Any) -> Any:
 def _unset(value: Any) -> Any:
     """None -> UNSET, for building messages from keyword options."""
     return UNSET if value is None else value
-
-
-def _monotonic(now: object) -> float:
-    if now is None:
-        return time.monotonic()
-    if isinstance(now, bool) or not isinstance(now, int | float):
-        raise TypeError(
-            f"expected now to be seconds on the clock given to expire() (a number), got: {now!r}"
-        )
-    if not math.isfinite(now):
-        raise ValueError(f"expected now to be a finite number of seconds, got: {now!r}")
-    return float(now)
-
-
-def _is_id(value: object) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        return 1 <= len(value.encode("utf-8")) <= _MAX_ID_BYTES
-    except UnicodeEncodeError:
-        return False
 
 
 def _error_response(request: Request, error: ProtocolError) -> Response:
@@ -558,14 +533,14 @@ class Server:
         if not isinstance(term, dict) or term.get("type") != "request":
             return None
         id_, correlation_id = term.get("id"), term.get("correlation_id")
-        if not (_is_id(id_) and _is_id(correlation_id)):
+        if not (is_id(id_) and is_id(correlation_id)):
             return None
         # Echo what the client will compare (its request carried valid ids
         # there); whatever is itself invalid is left out.
         echo = {
             k: term[k]
             for k in ("command_id", "causation_id", "project_ref", "task_ref")
-            if _is_id(term.get(k))
+            if is_id(term.get(k))
         }
         if "task_ref" in echo and "project_ref" not in echo:
             del echo["task_ref"]
@@ -995,7 +970,7 @@ class Server:
                 envelope schema code, ``message_too_large``; all ``local``.
                 Nothing is recorded then.
         """
-        moment = _monotonic(now)
+        moment = monotonic(now)
         if not implements_responses(self._handler):
             raise ProtocolError(
                 ErrorCode.NO_RESPONSE_CALLBACK,
@@ -1169,7 +1144,7 @@ class Server:
         """
         if now is None:
             raise TypeError("expected now to be a number of seconds, got: None")
-        moment = _monotonic(now)
+        moment = monotonic(now)
         return self._abandon(self._outbox.expired_ids(moment), "timeout")
 
     def disconnect(self) -> list[Request]:

@@ -31,7 +31,7 @@ import msgspec
 from msgspec import UNSET
 
 from ._errors import ErrorCode, ProtocolError
-from ._options import positive_int
+from ._options import MAX_ID_BYTES, is_id, positive_int
 from ._schema import Notification
 from ._windows import content_digest
 
@@ -60,8 +60,6 @@ DEFAULT_MAX_STREAM_HASHES: Final = 128
 #: larger events are kept as a digest so a delivered-but-unacknowledged large
 #: event is not held twice.
 INLINE_CONTENT_BYTES: Final = 1024
-
-_MAX_ID_BYTES: Final = 256
 
 # Canonical form for content comparison: struct fields and dict keys sorted,
 # so key order and whitespace on the wire do not matter.
@@ -116,15 +114,6 @@ def _limit(name: str, maximum: int) -> ProtocolError:
     )
 
 
-def _is_id(value: object) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        return 1 <= len(value.encode("utf-8")) <= _MAX_ID_BYTES
-    except UnicodeEncodeError:
-        return False
-
-
 def validate_positions(
     name: str, positions: object, max_streams: int
 ) -> dict[str, int]:
@@ -145,14 +134,14 @@ def validate_positions(
     result: dict[str, int] = {}
     for stream_id, cursor in positions.items():
         if (
-            not _is_id(stream_id)
+            not is_id(stream_id)
             or isinstance(cursor, bool)
             or not isinstance(cursor, int)
             or cursor < 0
         ):
             raise ValueError(
                 f"expected {name} to be a mapping from stream ids (UTF-8 strings "
-                f"of 1 to {_MAX_ID_BYTES} bytes) to cursors >= 0, "
+                f"of 1 to {MAX_ID_BYTES} bytes) to cursors >= 0, "
                 f"got entry: {stream_id!r}: {cursor!r}"
             )
         result[stream_id] = cursor

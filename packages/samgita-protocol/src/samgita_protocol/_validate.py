@@ -35,8 +35,8 @@ from ._jsonscan import (
     is_short,
     pointer_segment,
 )
+from ._options import MAX_ID_BYTES
 from ._schema import (
-    MAX_ID_BYTES,
     METHODS,
     SCHEMA_VERSION,
     ErrorObject,

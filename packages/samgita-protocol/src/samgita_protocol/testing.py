@@ -47,10 +47,10 @@ import msgspec
 
 from ._errors import ErrorCode, ProtocolError
 from ._handler import Handler, NotificationContext, RequestContext
+from ._options import DEFAULT_MAX_MESSAGE_BYTES
 from ._replay import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_EVENTS,
-    DEFAULT_MAX_MESSAGE_BYTES,
     Replay,
 )
 from ._schema import (
