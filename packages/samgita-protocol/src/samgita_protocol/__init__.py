@@ -4,7 +4,7 @@ Errors: every failure is a :class:`ProtocolError` with an :class:`ErrorCode`.
 """
 
 from ._client import Client
-from ._codec import decode, encode
+from ._codec import decode, encode, validate
 from ._document import json_schema
 from ._effects import (
     Effect,
@@ -21,7 +21,7 @@ from ._jsonscan import MAX_DEPTH
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, MAX_ID_BYTES
 from ._rawjson import load_json
 from ._replay import Replay
-from ._results import convert_params, decode_result, validate
+from ._results import convert_params, decode_result
 from ._schema import (
     CAPABILITY_GROUPS,
     MAX_CURSOR,

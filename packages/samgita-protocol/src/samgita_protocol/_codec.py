@@ -57,6 +57,7 @@ bytes again, without re-encoding them) is 0.57-0.63x ``json.dumps``.
 
 from __future__ import annotations
 
+import sys
 import typing
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -97,6 +98,7 @@ __all__ = [
     "decode",
     "encode",
     "typed_envelope",
+    "validate",
 ]
 
 
@@ -563,3 +565,17 @@ def encode(
         if problem is not None:
             raise problem
     return wire
+
+
+def validate(message: Message) -> Message:
+    """Checks a locally built message with every rule ``encode`` applies
+    (the rules of ``decode`` on its encoding, and no value that JSON would
+    change) except the size bound, and returns it unchanged.
+
+    Raises:
+        ProtocolError: with origin ``local`` and the code ``encode`` would
+            give (``invalid_message`` when it is not a Request, Response or
+            Notification).
+    """
+    encode(message, max_message_bytes=sys.maxsize)
+    return message

@@ -10,76 +10,17 @@ hit a local bound" (``"local"``), "the peer sent something invalid"
 
 from __future__ import annotations
 
-import enum
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
-if TYPE_CHECKING:
-    from ._schema import ErrorObject
+from msgspec import UNSET
+
+from ._error_codes import ErrorCode
+from ._schema import ErrorObject
 
 __all__ = ["ErrorCode", "Origin", "ProtocolError"]
 
 Origin: TypeAlias = Literal["local", "peer", "remote"]
 _ORIGINS: frozenset[str] = frozenset(("local", "peer", "remote"))
-
-
-class ErrorCode(enum.StrEnum):
-    """Every stable error code of wire schema 1.0, in documentation order.
-
-    The value is the wire form (``ErrorCode.LIMIT_EXCEEDED == "limit_exceeded"``);
-    see docs/protocol.md section 7 for what each code means and who raises it.
-    """
-
-    # Codec (decode/encode of one message).
-    MESSAGE_TOO_LARGE = "message_too_large"
-    INVALID_UTF8 = "invalid_utf8"
-    INVALID_JSON = "invalid_json"
-    DEPTH_EXCEEDED = "depth_exceeded"
-    DUPLICATE_KEY = "duplicate_key"
-    INVALID_KEY = "invalid_key"
-    INVALID_MESSAGE = "invalid_message"
-    UNSUPPORTED_VERSION = "unsupported_version"
-    INVALID_TYPE = "invalid_type"
-    UNKNOWN_METHOD = "unknown_method"
-    UNKNOWN_FIELD = "unknown_field"
-    MISSING_FIELD = "missing_field"
-    INVALID_FIELD = "invalid_field"
-    INVALID_PARAMS = "invalid_params"
-    MISSING_COMMAND_ID = "missing_command_id"
-    UNEXPECTED_COMMAND_ID = "unexpected_command_id"
-    TASK_REF_WITHOUT_PROJECT_REF = "task_ref_without_project_ref"
-    UNPAIRED_STREAM_POSITION = "unpaired_stream_position"
-    INVALID_RESPONSE = "invalid_response"
-    # Connection.
-    NOT_INITIALIZED = "not_initialized"
-    ALREADY_INITIALIZED = "already_initialized"
-    NO_COMMON_VERSION = "no_common_version"
-    MISSING_REQUIRED_CAPABILITY = "missing_required_capability"
-    UNSUPPORTED = "unsupported"
-    HOST_MISMATCH = "host_mismatch"
-    CONFLICT = "conflict"
-    CONFLICTING_RESPONSE = "conflicting_response"
-    UNKNOWN_RESPONSE = "unknown_response"
-    MISMATCHED_RESPONSE = "mismatched_response"
-    INVALID_RESULT = "invalid_result"
-    UNKNOWN_REQUEST = "unknown_request"
-    LIMIT_EXCEEDED = "limit_exceeded"
-    AMBIGUOUS_DISCONNECT = "ambiguous_disconnect"
-    DISCONNECTED = "disconnected"
-    TIMEOUT = "timeout"
-    UNKNOWN_UNCERTAIN = "unknown_uncertain"
-    APPROVAL_MISMATCH = "approval_mismatch"
-    APPROVAL_EXPIRED = "approval_expired"
-    NO_RESPONSE_CALLBACK = "no_response_callback"
-    INTERNAL_ERROR = "internal_error"
-    NOT_FOUND = "not_found"
-    # Replay and streams.
-    REPLAY_GAP = "replay_gap"
-    REPLAY_CONFLICT = "replay_conflict"
-    CURSOR_GAP = "cursor_gap"
-    FOREIGN_STREAM = "foreign_stream"
-    INVALID_CURSOR = "invalid_cursor"
-    UNCORRELATED_REPLAY = "uncorrelated_replay"
-    UNACKNOWLEDGED_EVENTS = "unacknowledged_events"
 
 
 class ProtocolError(Exception):
@@ -161,8 +102,6 @@ class ProtocolError(Exception):
 
     def to_wire(self) -> ErrorObject:
         """The wire form of this error (``origin`` is local knowledge, not sent)."""
-        from ._schema import ErrorObject
-
         if self.data is None:
             return ErrorObject(code=self.code, message=self.message)
         return ErrorObject(code=self.code, message=self.message, data=self.data)
@@ -175,8 +114,6 @@ class ProtocolError(Exception):
             ValueError: ``obj.code`` is not a defined code (an ``ErrorObject``
                 that came out of ``decode`` always has a defined one).
         """
-        from msgspec import UNSET
-
         data = None if obj.data is UNSET else obj.data
         return cls(obj.code, obj.message, data=data, origin=origin)
 

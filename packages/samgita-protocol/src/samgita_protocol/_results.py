@@ -5,7 +5,6 @@ method (``decode_result``) and a caller-built message (``validate``)."""
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -21,7 +20,7 @@ from ._jsonscan import (
     pointer_segment,
     short_path,
 )
-from ._schema import METHODS, Message, MethodSpec, Notification, StreamResumeResult
+from ._schema import METHODS, MethodSpec, Notification, StreamResumeResult
 from ._validate import (
     ENCODER,
     PARAMS_DECODERS,
@@ -241,30 +240,3 @@ def json_problem(value: Any, path: str) -> ProtocolError | None:
         f"a {type(value).__name__} is not a JSON value",
         data={"path": short_path(path)},
     )
-
-
-def validate(message: Message) -> Message:
-    """Checks a locally built message with every rule ``encode`` applies
-    (the rules of ``decode`` on its encoding, and no value that JSON would
-    change) except the size bound, and returns it unchanged.
-
-    Raises:
-        ProtocolError: with origin ``local`` and the code ``encode`` would
-            give (``invalid_message`` when it is not a Request, Response or
-            Notification).
-    """
-    validate_message(message)
-    return message
-
-
-def validate_message(message: object) -> bytes:
-    """The wire bytes of a locally built message after every check of
-    ``encode`` except the size bound.
-
-    Raises:
-        ProtocolError: origin ``local``; ``invalid_message`` when ``message``
-            is not a Request, Response or Notification.
-    """
-    from ._codec import encode
-
-    return encode(message, max_message_bytes=sys.maxsize)  # type: ignore[arg-type]

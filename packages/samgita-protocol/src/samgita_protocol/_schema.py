@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from ._errors import ErrorCode
+from ._error_codes import ErrorCode
 from ._options import MAX_ID_BYTES
 
 __all__ = [
