@@ -75,6 +75,7 @@ from samgita_protocol._schema import (
     Request,
     Response,
     StreamResumeResult,
+    response_to,
 )
 from samgita_protocol._streams import ClientStreams
 from samgita_protocol._windows import (
@@ -914,7 +915,7 @@ class Client:
     def _receive_request(self, request: Request) -> list[Effect]:
         refusal = self._refusal(request)
         if refusal is not None:
-            return [SendMessage(_echo(request, error=refusal.to_wire()))]
+            return [SendMessage(response_to(request, error=refusal.to_wire()))]
         self._incoming[request.id] = request
         return [RequestReceived(request)]
 
@@ -975,7 +976,7 @@ class Client:
         clock = wall_clock(now)
         pending = self._pending_incoming(request)
         checked = validate_result(pending, result, now=clock, origin="local")
-        response = _echo(pending, result=checked)
+        response = response_to(pending, result=checked)
         wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
         del self._incoming[pending.id]
         self._wire.keep(response, wire)
@@ -993,7 +994,7 @@ class Client:
         if not isinstance(error, ProtocolError):
             raise TypeError(f"expected error to be a ProtocolError, got: {error!r}")
         pending = self._pending_incoming(request)
-        response = _echo(pending, error=error.to_wire())
+        response = response_to(pending, error=error.to_wire())
         wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
         del self._incoming[pending.id]
         self._wire.keep(response, wire)
@@ -1189,17 +1190,3 @@ class Client:
         beside them and restore with ``Client(host_id=..., checkpoints=...)``;
         never restore another host's map."""
         return self._streams.checkpoints()
-
-
-def _echo(request: Request, *, result: Any = _UNSET, error: Any = _UNSET) -> Response:
-    """The response envelope answering ``request``, echoing its identity."""
-    return Response(
-        id=request.id,
-        correlation_id=request.correlation_id,
-        result=result,
-        error=error,
-        command_id=request.command_id,
-        causation_id=request.causation_id,
-        project_ref=request.project_ref,
-        task_ref=request.task_ref,
-    )

@@ -25,7 +25,14 @@ from ._errors import ErrorCode, ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
 from ._options import DEFAULT_MAX_MESSAGE_BYTES
 from ._results import decode_result
-from ._schema import METHODS, Notification, Request, Response, StreamResumeResult
+from ._schema import (
+    METHODS,
+    Notification,
+    Request,
+    Response,
+    StreamResumeResult,
+    response_to,
+)
 from ._validate import (
     ENCODER,
     RESULT_DECODERS,
@@ -266,19 +273,7 @@ def proven_result(
     if type(result) is not plan.result:
         return None
     try:
-        # response_to(request, result=result), inline (one call less on
-        # every request a Server answers).
-        wire = ENCODER.encode(
-            Response(
-                id=request.id,
-                correlation_id=request.correlation_id,
-                command_id=request.command_id,
-                causation_id=request.causation_id,
-                project_ref=request.project_ref,
-                task_ref=request.task_ref,
-                result=result,
-            )
-        )
+        wire = ENCODER.encode(response_to(request, result=result))
         # msgspec's own output: ASCII bytes are ASCII strings (see above).
         if not wire.isascii():
             return None
