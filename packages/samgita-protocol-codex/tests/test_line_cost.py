@@ -20,7 +20,7 @@ from samgita_protocol_codex import CodexBridge
 
 SMALL = 32 * 1024
 LARGE = 256 * 1024
-LIMIT = 12.0
+LIMIT = 16.0  # twice linear: a garbage collection or a busy machine passes
 FLOOR = 100e-6  # below this a cost is timer noise (quadratic is seconds)
 
 _NOTE = b'{"method":"item/agentMessage/delta","params":{"threadId":"t","delta":'

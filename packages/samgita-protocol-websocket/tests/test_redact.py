@@ -22,7 +22,7 @@ from rawws import RawClient, upgrade_headers
 
 SMALL = 8 * 1024
 LARGE = 64 * 1024
-LIMIT = 12.0  # linear is 8x (eight times the text), quadratic 64x
+LIMIT = 16.0  # linear is 8x (eight times the text), quadratic 64x
 FLOOR = 100e-6  # below this a cost is timer noise
 
 # A token with no run of letters that "[redacted]" or a payload shares.

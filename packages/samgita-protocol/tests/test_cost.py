@@ -27,7 +27,7 @@ from helpers import ConnectionPair
 
 SMALL = 32 * 1024
 LARGE = 256 * 1024
-LIMIT = 12.0
+LIMIT = 16.0  # twice linear: a garbage collection or a busy machine passes
 #: Costs this small are timer and cache noise: the small input counts as at
 #: least this much (a quadratic 256 KiB costs seconds, not a millisecond).
 FLOOR = 100e-6
