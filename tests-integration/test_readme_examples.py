@@ -1,5 +1,5 @@
-"""The Python examples in the package READMEs run as written (a README that
-shows an API the code no longer has fails here)."""
+"""The Python examples in the package READMEs and in docs/protocol.md run as
+written (a document that shows an API the code no longer has fails here)."""
 
 import re
 from pathlib import Path
@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-READMES = [ROOT / "packages" / "samgita-protocol" / "README.md"]
+READMES = [
+    ROOT / "packages" / "samgita-protocol" / "README.md",
+    ROOT / "docs" / "protocol.md",
+]
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
 

@@ -83,6 +83,7 @@ EXPECTED: dict[str, frozenset[str]] = {
     "result-checked response encoding (_hotpath)": frozenset({"encode_response"}),
     "connection (_client, _server, _handler, _effects)": frozenset(
         {
+            "CallbackFailure",
             "Client",
             "Effect",
             "ErrorReceived",

@@ -1057,8 +1057,8 @@ def test_server_construction_errors() -> None:
         )
     with pytest.raises(ValueError, match="positions"):
         Server(host, capabilities=["sessions.v1"], positions={"s": -1})
-    with pytest.raises(TypeError):
-        Handler()  # type: ignore[abstract]
+    with pytest.raises(ValueError, match="missing request/cancel"):
+        Server(Handler(), capabilities=["cancellation.v1"])  # implements nothing
 
 
 def test_defaults() -> None:

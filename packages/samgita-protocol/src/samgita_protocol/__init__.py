@@ -15,7 +15,7 @@ from ._effects import (
     SendMessage,
 )
 from ._errors import ErrorCode, Origin, ProtocolError
-from ._handler import Handler, RequestContext
+from ._handler import CallbackFailure, Handler, RequestContext
 from ._hotpath import encode_response
 from ._jsonscan import MAX_DEPTH
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, MAX_ID_BYTES
@@ -159,6 +159,7 @@ __all__ = [
     "ResponseReceived",
     "SendMessage",
     # connection, host side (_handler, _server)
+    "CallbackFailure",
     "Handler",
     "RequestContext",
     "Server",

@@ -4,7 +4,9 @@ One `Server` per authenticated connection. `Server.receive` takes the bytes
 of one message and returns the messages to send back, in order; it answers
 ``connection/initialize`` itself, refuses anything outside the negotiated
 groups without calling the handler, and calls the handler for everything
-else. It never touches a socket, a thread or a logger, reads a clock only
+else. It never touches a socket or a thread, writes to a logger only when
+a handler callback fails (``samgita_protocol.server``, see `Server`; it
+configures no logging), reads a clock only
 when the caller gives no ``now`` (``receive``: the wall clock, only when an
 approval deadline is checked; ``request``: ``time.monotonic()``), and never
 retries anything.
@@ -14,6 +16,7 @@ Every public method completes or raises and leaves the Server as it was.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
@@ -27,10 +30,13 @@ from ._contract import RULES, wall_clock
 from ._errors import ErrorCode, ProtocolError
 from ._given import given_message
 from ._handler import (
+    CallbackFailure,
+    CallbackName,
     Handler,
     NotificationContext,
     RequestContext,
     _closed_emitter,
+    check_methods,
     implements_notifications,
     implements_responses,
 )
@@ -58,7 +64,6 @@ from ._schema import (
     Notification,
     Request,
     Response,
-    request_methods,
     response_to,
 )
 from ._streams import ServerPositions
@@ -92,6 +97,12 @@ _UNRECOVERABLE: Final = frozenset(
 
 #: Where the method name starts in a request of this library's encoding.
 _METHOD_AT: Final = len(REQUEST_PREFIX)
+
+#: Where a failed handler callback is logged (ERROR, with its traceback),
+#: and what of it is logged: the method and identities, never params or
+#: results (``%r``: an identity is printed quoted, never as raw text).
+_log: Final = logging.getLogger("samgita_protocol.server")
+_IDENTITY: Final = "method %r, request id %r, correlation id %r, connection id %r"
 
 _REQUEST_FAILED: Final = "the host failed to handle the request"
 _NOTIFICATION_FAILED: Final = "the host failed to handle the notification"
@@ -138,26 +149,40 @@ class _Emitter(list[Notification]):
     A list itself, built with no Python ``__init__``: one is made for
     every request handled (0.06 us; an object holding a list cost 0.2)."""
 
-    __slots__ = ("_build",)
+    __slots__ = ("_build", "refused")
 
     _build: Callable[..., Notification] | None
+    #: The last `ProtocolError` it raised (unset until one): the callback
+    #: letting that very error propagate is the host's own failure, not a
+    #: typed error meant for the peer (`_notify_refused`).
+    refused: ProtocolError
 
     def __call__(self, method: str, params: Any, **options: Any) -> Notification:
         build = self._build
         if build is None:
             _closed_emitter()
         assert build is not None
-        notification = build(method, params, **options)
+        try:
+            notification = build(method, params, **options)
+        except ProtocolError as error:
+            self.refused = error
+            raise
         self.append(notification)
         return notification
+
+
+def _notify_refused(emitter: _Emitter, error: ProtocolError) -> bool:
+    """Whether ``error`` is the one ``context.notify`` raised in the callback."""
+    return getattr(emitter, "refused", None) is error
 
 
 class Server:
     """Connection state of the host side (sans-IO).
 
     Args:
-        handler: the host's `Handler`; its `methods` must equal exactly the
-            request methods of ``capabilities``.
+        handler: the host's `Handler`; it must implement exactly the
+            request methods of ``capabilities`` (`Handler.methods`; in the
+            operation form, one method per operation).
         capabilities: the capability groups this host advertises (defined
             groups only).
         host_id: this host's stable identity, sent in the initialize result
@@ -183,13 +208,31 @@ class Server:
         max_message_bytes: every message in and out (1 MiB).
         request_timeout / request_timeout_ms: how long a server-initiated
             request may wait, applied by `expire` (30 s).
+        on_callback_error: called with a `CallbackFailure` for each failed
+            handler callback (see `callback_failures`), after it was logged
+            and counted; what it returns is ignored, and an exception it
+            raises is logged and dropped (the Server keeps working). A
+            keyword of the Server, not a `Handler` method: the hook watches
+            the handler, so it should not live in the object that failed,
+            and whoever embeds the Server (a transport's
+            ``server_options``, a supervisor) can attach one monitor to any
+            handler class without subclassing it. It runs inside the call
+            that ran the callback (`receive`, `expire`, `disconnect`), so
+            it must not call back into this Server.
+
+    A failed handler callback is logged on the ``samgita_protocol.server``
+    logger at ERROR with its traceback, naming the callback, the method and
+    the request id, correlation id and connection id (never params or
+    results). The library adds no log handler and configures no logging.
 
     Raises:
         TypeError: ``handler`` is not a `Handler`, or an option has the wrong
             type (the message names it); a client-only bound such as
             ``max_incoming_requests`` is not an option of a Server.
-        ValueError: an undefined capability group, ``handler.methods`` not
-            equal to the groups' request methods, or a bad option value.
+        ValueError: an undefined capability group, the handler not
+            implementing exactly the groups' request methods (the message
+            names each missing one, with the method to define, and each
+            extra one), or a bad option value.
     """
 
     __slots__ = (
@@ -203,6 +246,7 @@ class Server:
         "_limits",
         "_max_bytes",
         "_negotiated",
+        "_on_callback_error",
         "_outbox",
         "_positions",
         "_lanes",
@@ -229,6 +273,7 @@ class Server:
         max_message_bytes: int | None = None,
         request_timeout: float | None = None,
         request_timeout_ms: int | None = None,
+        on_callback_error: Callable[[CallbackFailure], object] | None = None,
     ) -> None:
         if not isinstance(handler, Handler):
             raise TypeError(
@@ -251,19 +296,10 @@ class Server:
                 )
             if group not in groups:
                 groups.append(group)
-        expected: set[str] = set()
-        for group in groups:
-            expected |= request_methods(group)
-        methods = handler.methods
-        if isinstance(methods, str) or not isinstance(methods, Iterable):
+        check_methods(handler, groups)
+        if on_callback_error is not None and not callable(on_callback_error):
             raise TypeError(
-                f"expected handler.methods to be a collection of str, got: {methods!r}"
-            )
-        actual = set(methods)
-        if actual != expected:
-            raise ValueError(
-                f"handler.methods must equal the request methods of {groups}: "
-                f"missing {sorted(expected - actual)}, extra {sorted(actual - expected)}"
+                f"expected on_callback_error to be callable, got: {on_callback_error!r}"
             )
         if not isinstance(durable, bool):
             raise TypeError(f"expected durable to be a bool, got: {durable!r}")
@@ -290,6 +326,7 @@ class Server:
         ) or "conn-" + secrets.token_hex(12)
         self._durable = durable
         self._callback_failures = 0
+        self._on_callback_error = on_callback_error
         self._limits = limits
         self._max_bytes = limits.max_message_bytes
         # The typed request shortcut's re-encoding buffer (see _hotpath).
@@ -366,10 +403,18 @@ class Server:
 
     @property
     def callback_failures(self) -> int:
-        """How many ``Handler.handle_response`` calls raised an exception.
+        """How many handler callbacks failed on this Server.
 
-        Such a request is settled all the same (its outcome is handed to
-        the callback once, never again); the exception itself is not kept."""
+        Counted: a ``handle_request`` that raised anything but a deliberate
+        `ProtocolError` (a `ProtocolError` raised by ``context.notify`` and
+        let through counts), or a typed error or result that could not be
+        sent (the peer got ``internal_error``); a ``handle_notification``
+        that raised anything but a deliberate `ProtocolError` (same rule;
+        `receive` raises it too); a ``handle_response`` that raised anything
+        (its request is settled all the same: the outcome is handed to the
+        callback once, never again). An approval given too late
+        (``approval_expired``) is not a failure. Each is also logged and
+        offered to ``on_callback_error``; the exception is not kept."""
         return self._callback_failures
 
     @property
@@ -712,13 +757,16 @@ class Server:
                 request.method, request.params, context
             )
         except ProtocolError as error:
+            # What context.notify refused is the host's mistake, not a
+            # typed error the handler meant for the peer.
+            if _notify_refused(emitter, error):
+                return self._request_failed(request, error)
             refusal, wire = self._own_error(request, error)
             if refusal.error is _INTERNAL_WIRE:
-                return refusal, None, []  # nothing of a failed callback goes out
+                return self._request_failed(request, error)
             return refusal, wire, emitter
-        except Exception:
-            # No detail of the failure leaves the host, and none is logged.
-            return _internal(request), None, []
+        except Exception as error:
+            return self._request_failed(request, error)
         finally:
             emitter._build = None
         response: Response | None = None
@@ -741,22 +789,77 @@ class Server:
                 and (plan is None or plan.acceptance)
                 and getattr(result, "acceptance", None) == "durable"
             ):
-                return _internal(request), None, []
+                raise ProtocolError(
+                    ErrorCode.INVALID_RESULT,
+                    "acceptance durable from a Server not created with durable=True",
+                )
             rule = RULES.get(request.method) if plan is None else plan.rule
             if rule is not None:
                 rule(request.params, result, now, "local")
             if len(wire) > self._max_bytes:
-                return _internal(request), None, []
+                raise ProtocolError(
+                    ErrorCode.MESSAGE_TOO_LARGE,
+                    "the response is too large to send",
+                    data={"bytes": len(wire), "max": self._max_bytes},
+                )
         except ProtocolError as error:
             if error.code == ErrorCode.APPROVAL_EXPIRED:
                 return _error_response(request, error), None, emitter
-            return _internal(request), None, []
-        except Exception:
-            return _internal(request), None, []
+            # The handler's own result: a local error whatever check found it.
+            local = error.with_origin("local").with_traceback(error.__traceback__)
+            return self._request_failed(request, local)
+        except Exception as error:
+            return self._request_failed(request, error)
         if response is None and copy is not None:
             # What the caller is handed must not share the handler's objects.
             response = response_to(request, result=result if copy else outcome)
         return response, wire, emitter
+
+    def _request_failed(
+        self, request: Any, error: Exception
+    ) -> tuple[Response, None, list[Notification]]:
+        """What `_handled` returns for a failed ``handle_request``, reported
+        first: ``internal_error`` without the queued notifications (nothing
+        of a failed callback leaves the host)."""
+        self._report(
+            "handle_request", request.method, request.id, request.correlation_id, error
+        )
+        return _internal(request), None, []
+
+    def _report(
+        self,
+        callback: CallbackName,
+        method: str,
+        request_id: str | None,
+        correlation_id: str | None,
+        error: Exception,
+    ) -> None:
+        """Count, log and offer to the hook one failed callback. Only the
+        method and identities are logged, never params or results; a
+        raising hook is logged too, and changes nothing else."""
+        self._callback_failures += 1
+        ids = (method, request_id, correlation_id, self._connection_id)
+        _log.error("%s failed: " + _IDENTITY, callback, *ids, exc_info=error)
+        hook = self._on_callback_error
+        if hook is None:
+            return
+        failure = CallbackFailure(
+            callback=callback,
+            method=method,
+            connection_id=self._connection_id,
+            request_id=request_id,
+            correlation_id=correlation_id,
+            error=error,
+        )
+        try:
+            hook(failure)
+        except Exception as hook_error:
+            _log.error(
+                "on_callback_error raised while reporting a failed %s: " + _IDENTITY,
+                callback,
+                *ids,
+                exc_info=hook_error,
+            )
 
     def _own_error(
         self, request: Request, error: ProtocolError
@@ -790,10 +893,16 @@ class Server:
     def _respond(self, request: Request, outcome: Any) -> None:
         try:
             self._handler.handle_response(request, outcome)
-        except Exception:
+        except Exception as error:
             # The request is settled either way (never delivered twice); the
-            # failure is counted, not lost (Server.callback_failures).
-            self._callback_failures += 1
+            # failure is reported, not lost (Server.callback_failures).
+            self._report(
+                "handle_response",
+                request.method,
+                request.id,
+                request.correlation_id,
+                error,
+            )
 
     # -- incoming notifications -------------------------------------------------------
 
@@ -833,8 +942,11 @@ class Server:
                 notification.method, notification.params, context
             )
         except ProtocolError as error:
+            if _notify_refused(emitter, error):
+                self._notification_failed(notification, error)
             raise error.with_origin("local") from None
         except Exception as exc:
+            self._notification_failed(notification, exc)
             raise ProtocolError(ErrorCode.INTERNAL_ERROR, _NOTIFICATION_FAILED) from exc
         finally:
             emitter._build = None
@@ -842,6 +954,17 @@ class Server:
         if stream_id is not UNSET and cursor is not UNSET:
             self._positions.mark(stream_id, cursor)
         return list(emitter)
+
+    def _notification_failed(
+        self, notification: Notification, error: Exception
+    ) -> None:
+        self._report(
+            "handle_notification",
+            notification.method,
+            None,
+            _opt(notification.correlation_id),
+            error,
+        )
 
     # -- outgoing -----------------------------------------------------------------------
 

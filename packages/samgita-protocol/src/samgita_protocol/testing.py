@@ -58,11 +58,14 @@ from ._schema import (
     UNSET,
     ApprovalRequestParams,
     ApprovalRequestResult,
+    CancelParams,
     CancelResult,
     Event,
+    EventReceiveParams,
     EventReceiveResult,
     EventReportParams,
     EventReportResult,
+    EventStatusParams,
     EventStatusResult,
     Item,
     ItemCompletedParams,
@@ -70,16 +73,24 @@ from ._schema import (
     ItemStartedParams,
     Notification,
     Request,
+    StreamResumeParams,
+    StreamResumeResult,
     Thread,
+    ThreadReadParams,
     ThreadReadResult,
+    ThreadResumeParams,
     ThreadResumeResult,
     ThreadStartedParams,
+    ThreadStartParams,
     ThreadStartResult,
     Turn,
     TurnCompletedParams,
+    TurnInterruptParams,
     TurnInterruptResult,
     TurnStartedParams,
+    TurnStartParams,
     TurnStartResult,
+    TurnSteerParams,
     TurnSteerResult,
     request_methods,
 )
@@ -106,6 +117,9 @@ def _not_found(what: str, **data: str) -> ProtocolError:
 
 class FakeHost(Handler):
     """An in-memory, deterministic host for every capability group.
+
+    A `Handler` in the operation form (one method per request method, such
+    as ``thread_start``), serving the operations of ``capabilities``.
 
     Args:
         capabilities: the groups it serves (default: all); pass the same to
@@ -173,26 +187,14 @@ class FakeHost(Handler):
 
     @property
     def methods(self) -> Collection[str]:
-        """The request methods of `capabilities`."""
+        """The request methods of `capabilities` (it defines every
+        operation, and serves those of the groups it was given)."""
         return self._methods
 
     # -- Handler ----------------------------------------------------------------
-
-    def handle_request(self, method: str, params: Any, context: RequestContext) -> Any:
-        """Dispatch to the method's fake behaviour (see the module docstring).
-
-        Raises:
-            ProtocolError: ``conflict`` (changed event content, a different
-                second report), ``not_found`` (unknown event, thread, turn or
-                stream), ``replay_gap`` / ``invalid_cursor`` (from `Replay`),
-                ``unsupported`` (a method of a group it does not serve).
-        """
-        if method not in self._methods:
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED, "not served", data={"method": method}
-            )
-        handler = getattr(self, "_" + method.replace("/", "_").replace(".", "_"))
-        return handler(params, context)
+    # Written in the operation form: one method per request method (see the
+    # module docstring for each; they raise ``conflict``, ``not_found`` and,
+    # from `Replay`, ``replay_gap`` / ``invalid_cursor``).
 
     def handle_notification(
         self, method: str, params: Any, context: NotificationContext
@@ -277,7 +279,9 @@ class FakeHost(Handler):
     def _original(event: Event) -> bytes:
         return _canonical(msgspec.structs.replace(event, delivery_attempt_id="-"))
 
-    def _project_event_receive(self, params: Any, context: RequestContext) -> Any:
+    def project_event_receive(
+        self, params: EventReceiveParams, context: RequestContext
+    ) -> EventReceiveResult:
         event: Event = params.event
         stored = self.events.get(event.event_id)
         if stored is None:
@@ -302,7 +306,9 @@ class FakeHost(Handler):
         report = self.reports.get(event_id)
         return "pending" if report is None else report.outcome
 
-    def _project_event_status(self, params: Any, context: RequestContext) -> Any:
+    def project_event_status(
+        self, params: EventStatusParams, context: RequestContext
+    ) -> EventStatusResult:
         if params.event_id not in self.events:
             raise _not_found("event", event_id=params.event_id)
         return EventStatusResult(
@@ -311,7 +317,9 @@ class FakeHost(Handler):
             processing_status=self._status(params.event_id),
         )
 
-    def _project_event_report(self, params: Any, context: RequestContext) -> Any:
+    def project_event_report(
+        self, params: EventReportParams, context: RequestContext
+    ) -> EventReportResult:
         event_id = params.event_id
         if event_id not in self.events:
             raise _not_found("event", event_id=event_id)
@@ -360,7 +368,9 @@ class FakeHost(Handler):
             self.threads[thread_id], status=status
         )
 
-    def _thread_start(self, params: Any, context: RequestContext) -> Any:
+    def thread_start(
+        self, params: ThreadStartParams, context: RequestContext
+    ) -> ThreadStartResult:
         thread = Thread(
             thread_id=self._next("thread"), status="idle", created_at=self.now
         )
@@ -368,12 +378,16 @@ class FakeHost(Handler):
         self._emit(context, "thread/started", ThreadStartedParams(thread=thread))
         return ThreadStartResult(thread=thread)
 
-    def _thread_read(self, params: Any, context: RequestContext) -> Any:
+    def thread_read(
+        self, params: ThreadReadParams, context: RequestContext
+    ) -> ThreadReadResult:
         thread = self._thread(params.thread_id)
         turns = [t for t in self.turns.values() if t.thread_id == thread.thread_id]
         return ThreadReadResult(thread=thread, turns=turns[-256:])
 
-    def _thread_resume(self, params: Any, context: RequestContext) -> Any:
+    def thread_resume(
+        self, params: ThreadResumeParams, context: RequestContext
+    ) -> ThreadResumeResult:
         return ThreadResumeResult(thread=self._thread(params.thread_id))
 
     def _run_item(self, context: RequestContext, turn: Turn, input_items: Any) -> None:
@@ -404,7 +418,9 @@ class FakeHost(Handler):
         self._set_thread_status(turn.thread_id, "idle")
         self._emit(context, "turn/completed", TurnCompletedParams(turn=finished))
 
-    def _turn_start(self, params: Any, context: RequestContext) -> Any:
+    def turn_start(
+        self, params: TurnStartParams, context: RequestContext
+    ) -> TurnStartResult:
         self._thread(params.thread_id)
         turn = Turn(
             turn_id=self._next("turn"), thread_id=params.thread_id, status="in_progress"
@@ -423,7 +439,9 @@ class FakeHost(Handler):
             raise _not_found("turn", thread_id=thread_id, turn_id=turn_id)
         return turn
 
-    def _turn_steer(self, params: Any, context: RequestContext) -> Any:
+    def turn_steer(
+        self, params: TurnSteerParams, context: RequestContext
+    ) -> TurnSteerResult:
         turn = self._turn(params.thread_id, params.turn_id)
         if turn.status != "in_progress":
             raise _not_found(
@@ -432,7 +450,9 @@ class FakeHost(Handler):
         self._run_item(context, turn, params.input)
         return TurnSteerResult(turn=turn)
 
-    def _turn_interrupt(self, params: Any, context: RequestContext) -> Any:
+    def turn_interrupt(
+        self, params: TurnInterruptParams, context: RequestContext
+    ) -> TurnInterruptResult:
         turn = self._turn(params.thread_id, params.turn_id)
         status: Any
         if turn.status != "in_progress":
@@ -444,14 +464,18 @@ class FakeHost(Handler):
             thread_id=turn.thread_id, turn_id=turn.turn_id, interrupt_status=status
         )
 
-    def _stream_resume(self, params: Any, context: RequestContext) -> Any:
+    def stream_resume(
+        self, params: StreamResumeParams, context: RequestContext
+    ) -> StreamResumeResult:
         if params.stream_id != self.replay.stream_id:
             raise _not_found("stream", stream_id=params.stream_id)
         return self.replay.page(params.cursor)
 
     # -- approvals.v1 / cancellation.v1 ------------------------------------------------
 
-    def _approval_request(self, params: Any, context: RequestContext) -> Any:
+    def approval_request(
+        self, params: ApprovalRequestParams, context: RequestContext
+    ) -> ApprovalRequestResult:
         # The library never auto-approves, and neither does the fake host.
         return ApprovalRequestResult(
             approval_id=params.approval_id,
@@ -460,7 +484,9 @@ class FakeHost(Handler):
             reason="the fake host approves nothing",
         )
 
-    def _request_cancel(self, params: Any, context: RequestContext) -> Any:
+    def request_cancel(
+        self, params: CancelParams, context: RequestContext
+    ) -> CancelResult:
         # Requests are handled synchronously: any earlier request has finished.
         return CancelResult(
             request_id=params.request_id, cancel_status="already_finished"
