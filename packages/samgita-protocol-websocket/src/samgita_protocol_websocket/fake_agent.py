@@ -96,7 +96,6 @@ class AgentState:
 class FakeAgent(core.Handler):
     """The Handler for one connection; ``FakeAgent.factory(state)`` is a ``handler_factory`` for ``serve``."""
 
-    methods = frozenset().union(*(core.request_methods(g) for g in GROUPS))
     capabilities = GROUPS
 
     def __init__(self, state: AgentState, connection: AgentConnection) -> None:
@@ -108,16 +107,11 @@ class FakeAgent(core.Handler):
         """A ``handler_factory`` giving every connection a FakeAgent over ``state``."""
         return lambda info: cls(state, info.connection)
 
-    # -- requests ----------------------------------------------------------------------------
+    # -- requests: one method per operation (core.Handler derives methods) ----------------
 
-    def handle_request(
-        self, method: str, params: Any, context: core.RequestContext
-    ) -> Any:
-        return getattr(self, "_" + method.replace("/", "_").replace(".", "_"))(
-            params, context
-        )
-
-    def _project_event_receive(self, params: Any, context: Any) -> Any:
+    def project_event_receive(
+        self, params: core.EventReceiveParams, context: core.RequestContext
+    ) -> core.EventReceiveResult:
         event = params.event
         known = self.state.events.get(event.event_id)
         if known is not None:
@@ -147,7 +141,9 @@ class FakeAgent(core.Handler):
                 core.ErrorCode.NOT_FOUND, "unknown event", data={"event_id": event_id}
             )
 
-    def _project_event_status(self, params: Any, context: Any) -> Any:
+    def project_event_status(
+        self, params: core.EventStatusParams, context: core.RequestContext
+    ) -> core.EventStatusResult:
         self._known_event(params.event_id)
         report = self.state.reports.get(params.event_id)
         return core.EventStatusResult(
@@ -156,7 +152,9 @@ class FakeAgent(core.Handler):
             processing_status=report.outcome if report is not None else "pending",
         )
 
-    def _project_event_report(self, params: Any, context: Any) -> Any:
+    def project_event_report(
+        self, params: core.EventReportParams, context: core.RequestContext
+    ) -> core.EventReportResult:
         self._known_event(params.event_id)
         self.state.reports[params.event_id] = params
         return core.EventReportResult(
@@ -175,7 +173,9 @@ class FakeAgent(core.Handler):
             )
         return thread
 
-    def _thread_start(self, params: Any, context: Any) -> Any:
+    def thread_start(
+        self, params: core.ThreadStartParams, context: core.RequestContext
+    ) -> core.ThreadStartResult:
         thread = core.Thread(
             thread_id=self.state.next_id("thr"),
             status="active",
@@ -185,7 +185,9 @@ class FakeAgent(core.Handler):
         context.notify("thread/started", core.ThreadStartedParams(thread=thread))
         return core.ThreadStartResult(thread=thread)
 
-    def _thread_read(self, params: Any, context: Any) -> Any:
+    def thread_read(
+        self, params: core.ThreadReadParams, context: core.RequestContext
+    ) -> core.ThreadReadResult:
         thread = self._thread(params.thread_id)
         turns = [
             t.turn
@@ -194,10 +196,14 @@ class FakeAgent(core.Handler):
         ]
         return core.ThreadReadResult(thread=thread, turns=turns[-256:])
 
-    def _thread_resume(self, params: Any, context: Any) -> Any:
+    def thread_resume(
+        self, params: core.ThreadResumeParams, context: core.RequestContext
+    ) -> core.ThreadResumeResult:
         return core.ThreadResumeResult(thread=self._thread(params.thread_id))
 
-    def _turn_start(self, params: Any, context: Any) -> Any:
+    def turn_start(
+        self, params: core.TurnStartParams, context: core.RequestContext
+    ) -> core.TurnStartResult:
         thread = self._thread(params.thread_id)
         turn_id = self.state.next_id("turn")
         turn = core.Turn(
@@ -219,12 +225,16 @@ class FakeAgent(core.Handler):
             )
         return entry
 
-    def _turn_steer(self, params: Any, context: Any) -> Any:
+    def turn_steer(
+        self, params: core.TurnSteerParams, context: core.RequestContext
+    ) -> core.TurnSteerResult:
         return core.TurnSteerResult(
             turn=self._turn_entry(params.thread_id, params.turn_id).turn
         )
 
-    def _turn_interrupt(self, params: Any, context: Any) -> Any:
+    def turn_interrupt(
+        self, params: core.TurnInterruptParams, context: core.RequestContext
+    ) -> core.TurnInterruptResult:
         entry = self._turn_entry(params.thread_id, params.turn_id)
         status: Literal["requested", "already_finished"]
         if entry.turn.status != "in_progress":
@@ -238,7 +248,9 @@ class FakeAgent(core.Handler):
             thread_id=params.thread_id, turn_id=params.turn_id, interrupt_status=status
         )
 
-    def _stream_resume(self, params: Any, context: Any) -> Any:
+    def stream_resume(
+        self, params: core.StreamResumeParams, context: core.RequestContext
+    ) -> core.StreamResumeResult:
         entry = self.state.turns.get(params.stream_id)
         if entry is None:
             raise core.ProtocolError(
@@ -246,13 +258,15 @@ class FakeAgent(core.Handler):
                 "unknown stream",
                 data={"stream_id": params.stream_id},
             )
-        page = entry.replay.page(params.cursor)
+        page: core.StreamResumeResult = entry.replay.page(params.cursor)
         if not page.has_more:
             # Events appended from now on go to this connection live, after this page.
             entry.subscribers.add(self.connection)
         return page
 
-    def _approval_request(self, params: Any, context: Any) -> Any:
+    def approval_request(
+        self, params: core.ApprovalRequestParams, context: core.RequestContext
+    ) -> core.ApprovalRequestResult:
         # The host asks the Agent to approve something: this fake never approves.
         return core.ApprovalRequestResult(
             approval_id=params.approval_id,
@@ -261,7 +275,9 @@ class FakeAgent(core.Handler):
             reason="the fake agent never approves",
         )
 
-    def _request_cancel(self, params: Any, context: Any) -> Any:
+    def request_cancel(
+        self, params: core.CancelParams, context: core.RequestContext
+    ) -> core.CancelResult:
         # Every request of this Agent is answered before the next is read.
         return core.CancelResult(
             request_id=params.request_id, cancel_status="already_finished"
