@@ -5,17 +5,12 @@ async context managers and nothing starts at import.  See the package README
 for every argument and its default.
 """
 
-from ._auth import (
-    Authenticator,
-    BearerTokenAuthenticator,
-    ConnectionInfo,
-    HandshakeRequest,
-)
+from ._auth import Authenticator, BearerTokenAuthenticator, HandshakeRequest
 from ._client_policy import HandshakeRejected
 from ._codes import CloseCode
 from ._listener import Listener, serve
 from ._redact import RedactingLogger, Secret, is_credential_header, redact_text
-from ._server_loop import AgentConnection
+from ._server_loop import AgentConnection, ConnectionInfo
 from ._session import Session, connect
 
 __all__ = [

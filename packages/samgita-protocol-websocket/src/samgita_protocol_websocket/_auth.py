@@ -5,17 +5,13 @@ from __future__ import annotations
 import dataclasses
 import hmac
 from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._redact import REDACTED, Secret, is_credential_header
-
-if TYPE_CHECKING:
-    from ._server_loop import AgentConnection
 
 __all__ = [
     "Authenticator",
     "BearerTokenAuthenticator",
-    "ConnectionInfo",
     "HandshakeRequest",
 ]
 
@@ -93,24 +89,6 @@ class BearerTokenAuthenticator:
         if hmac.compare_digest(given, self._expected):
             return self._principal
         return None
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class ConnectionInfo:
-    """What ``handler_factory`` learns about an accepted, authenticated connection.
-
-    ``principal`` is what the authenticator returned; ``headers`` exclude
-    credential headers.  ``serial`` counts connections accepted by this
-    listener.  ``connection`` is the Agent's handle for pushing notifications
-    and server-initiated requests on this connection.
-    """
-
-    connection: AgentConnection
-    serial: int
-    remote_address: Any
-    origin: str | None
-    principal: object
-    headers: Mapping[str, str]
 
 
 def request_view(path: str, remote_address: Any, raw_headers: Any) -> HandshakeRequest:

@@ -39,7 +39,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS, Request, Response
 from websockets.protocol import State
 
-from ._auth import Authenticator, BearerTokenAuthenticator, ConnectionInfo, request_view
+from ._auth import Authenticator, BearerTokenAuthenticator, request_view
 from ._checks import (
     APP_SERVER_PATH,
     check_bool,
@@ -68,6 +68,7 @@ from ._defaults import (
     DEFAULT_WRITE_LIMIT,
 )
 from ._redact import RedactingLogger, Secret
+from ._server_loop import ConnectionInfo, run_connection
 from ._textconn import TextConnection, bounded
 
 __all__ = ["Listener", "serve"]
@@ -509,8 +510,6 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
             await listener.aclose()
 
     async def _run(self, ws: TextConnection, policy: _Policy) -> None:
-        from ._server_loop import run_connection
-
         principal = policy.principals.pop(ws, None)
         view = request_view(
             APP_SERVER_PATH,

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from typing import Any
@@ -51,12 +52,11 @@ from typing import Any
 import samgita_protocol as core
 from websockets.exceptions import ConnectionClosed
 
-from ._auth import ConnectionInfo
 from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger
 from ._textconn import WRITE_BUFFER_FULL, TextConnection
 
-__all__ = ["AgentConnection", "run_connection"]
+__all__ = ["AgentConnection", "ConnectionInfo", "run_connection"]
 
 NOT_READING = "peer is not reading (outbound queue full)"
 _NOT_STARTED: Any = object()
@@ -337,6 +337,24 @@ class AgentConnection:
                 return
             finally:
                 self._inflight -= 1
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionInfo:
+    """What ``handler_factory`` learns about an accepted, authenticated connection.
+
+    ``principal`` is what the authenticator returned; ``headers`` exclude
+    credential headers.  ``serial`` counts connections accepted by this
+    listener.  ``connection`` is the Agent's handle for pushing notifications
+    and server-initiated requests on this connection.
+    """
+
+    connection: AgentConnection
+    serial: int
+    remote_address: Any
+    origin: str | None
+    principal: object
+    headers: Mapping[str, str]
 
 
 def default_capabilities(handler: Any) -> tuple[str, ...]:

@@ -38,10 +38,9 @@ from typing import Any, Literal
 import msgspec
 import samgita_protocol as core
 
-from ._auth import ConnectionInfo
 from ._codes import CloseCode
 from ._listener import serve
-from ._server_loop import AgentConnection
+from ._server_loop import AgentConnection, ConnectionInfo
 
 __all__ = ["AgentState", "FakeAgent", "main"]
 
