@@ -12,7 +12,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from samgita_protocol._client import Client, ClientState
+from samgita_protocol import ConnectionState
+from samgita_protocol._client import Client
 from samgita_protocol._effects import (
     ErrorReceived,
     NotificationReceived,
@@ -93,7 +94,7 @@ def ready(**options: Any) -> Client:
     init = client.request("connection/initialize", {}, now=0)
     effects = client.receive(answer(init, result=init_result(capabilities=caps)))
     assert isinstance(effects[0], ResponseReceived)
-    assert client.state is ClientState.READY
+    assert client.state is ConnectionState.READY
     return client
 
 
@@ -248,12 +249,12 @@ def test_defaults() -> None:
 
 def test_initialize_fills_the_offer_and_negotiates() -> None:
     client = Client(capabilities=["sessions.v1", "streaming.v1"], host_id="h")
-    assert client.state is ClientState.NEW
+    assert client.state is ConnectionState.NEW
     init = client.request("connection/initialize", {}, now=0)
     assert init.id == "c1-1" and init.correlation_id == "c1-1"
     assert list(init.params.versions) == ["1.0"]
     assert list(init.params.capabilities) == ["sessions.v1", "streaming.v1"]
-    assert client.state is ClientState.INITIALIZING
+    assert client.state is ConnectionState.INITIALIZING
     fails(
         client,
         ErrorCode.ALREADY_INITIALIZED,
@@ -273,7 +274,7 @@ def test_initialize_fills_the_offer_and_negotiates() -> None:
     )
     assert isinstance(effect, ResponseReceived)
     assert effect.result.connection_id == "conn-1"
-    assert client.state is ClientState.READY
+    assert client.state is ConnectionState.READY
     assert client.capabilities == frozenset({"sessions.v1"})
     assert (client.connection_id, client.host_id, client.version) == (
         "conn-1",
@@ -327,11 +328,11 @@ def test_initialize_result_checks(result: dict[str, Any], code: ErrorCode) -> No
     [effect] = client.receive(answer(init, result=result))
     assert isinstance(effect, ErrorReceived)
     assert (effect.error.code, effect.error.origin) == (code, "peer")
-    assert client.state is ClientState.NEW
+    assert client.state is ConnectionState.NEW
     assert client.capabilities == frozenset()
     # A failed initialize returns to new: a fresh one is accepted.
     client.request("connection/initialize", {}, now=0)
-    assert client.state is ClientState.INITIALIZING
+    assert client.state is ConnectionState.INITIALIZING
 
 
 def test_initialize_error_response_returns_to_new() -> None:
@@ -344,7 +345,7 @@ def test_initialize_error_response_returns_to_new() -> None:
         ErrorCode.NO_COMMON_VERSION,
         "remote",
     )
-    assert client.state is ClientState.NEW
+    assert client.state is ConnectionState.NEW
 
 
 def test_offer_checks() -> None:
@@ -948,7 +949,7 @@ def test_disconnect_makes_mutations_ambiguous_and_reads_disconnected() -> None:
     assert first.error.data is not None and first.error.data["command_id"] == "cmd-1"
     assert second.request == read and second.error.code == ErrorCode.DISCONNECTED
     assert client.uncertain == {mutation.id: mutation}
-    assert client.state is ClientState.DISCONNECTED
+    assert client.state is ConnectionState.DISCONNECTED
     assert client.disconnect() == []
     fails(client, ErrorCode.DISCONNECTED, client.receive, answer(read, result={}))
     fails(
@@ -959,7 +960,7 @@ def test_disconnect_makes_mutations_ambiguous_and_reads_disconnected() -> None:
         {"thread_id": "t"},
     )
     client.reconnect()
-    assert client.state is ClientState.NEW
+    assert client.state is ConnectionState.NEW
     assert client.uncertain == {mutation.id: mutation}
     fails(
         client,
@@ -1006,7 +1007,7 @@ def test_expired_initialize_returns_to_new() -> None:
     client.request("connection/initialize", {}, now=0)
     [effect] = client.expire(1.0)
     assert isinstance(effect, ErrorReceived) and effect.error.code == ErrorCode.TIMEOUT
-    assert client.state is ClientState.NEW
+    assert client.state is ConnectionState.NEW
 
 
 def test_resolve_uncertain() -> None:

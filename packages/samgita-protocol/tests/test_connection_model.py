@@ -31,7 +31,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from samgita_protocol._client import Client, ClientState
+from samgita_protocol import ConnectionState
+from samgita_protocol._client import Client
 from samgita_protocol._codec import decode, encode
 from samgita_protocol._effects import (
     Effect,
@@ -242,7 +243,7 @@ class ClientModel(RuleBasedStateMachine):
         self.issued[init.id] = init
         for reply in self.answer(encode(init), "ok"):
             self.record(self.client.receive(reply))
-        assert self.client.state is ClientState.READY
+        assert self.client.state is ConnectionState.READY
 
     @initialize()
     def start(self) -> None:
@@ -250,7 +251,7 @@ class ClientModel(RuleBasedStateMachine):
 
     # -- rules ----------------------------------------------------------------------
 
-    @precondition(lambda self: self.client.state is ClientState.READY)
+    @precondition(lambda self: self.client.state is ConnectionState.READY)
     @rule()
     def mutate(self) -> None:
         self.commands += 1
@@ -267,7 +268,7 @@ class ClientModel(RuleBasedStateMachine):
             self.mutations.add(request.id)
             self.to_peer.append(encode(request))
 
-    @precondition(lambda self: self.client.state is ClientState.READY)
+    @precondition(lambda self: self.client.state is ConnectionState.READY)
     @rule(explicit=st.booleans())
     def read(self, explicit: bool) -> None:
         kw: dict[str, Any] = {"id": f"x-{len(self.issued)}"} if explicit else {}
@@ -283,7 +284,9 @@ class ClientModel(RuleBasedStateMachine):
             self.issued[request.id] = request
             self.to_peer.append(encode(request))
 
-    @precondition(lambda self: self.client.state is ClientState.READY and self.issued)
+    @precondition(
+        lambda self: self.client.state is ConnectionState.READY and self.issued
+    )
     @rule(data=st.data())
     def reuse_id(self, data: st.DataObject) -> None:
         rid = data.draw(st.sampled_from(sorted(self.issued)))
@@ -306,7 +309,9 @@ class ClientModel(RuleBasedStateMachine):
             self.ever_uncertain.discard(rid)
             self.to_peer.append(encode(request))
 
-    @precondition(lambda self: self.client.state is ClientState.READY and self.issued)
+    @precondition(
+        lambda self: self.client.state is ConnectionState.READY and self.issued
+    )
     @rule(data=st.data())
     def cancel(self, data: st.DataObject) -> None:
         target = data.draw(st.sampled_from(sorted(self.issued)))
@@ -355,7 +360,7 @@ class ClientModel(RuleBasedStateMachine):
 
     @rule(garbage=st.binary(max_size=40))
     def receive_garbage(self, garbage: bytes) -> None:
-        if self.client.state is ClientState.DISCONNECTED:
+        if self.client.state is ConnectionState.DISCONNECTED:
             return
         before = snapshot(self.client)
         try:
@@ -389,7 +394,7 @@ class ClientModel(RuleBasedStateMachine):
         assert self.client.incoming == {}
         self.attempt(self.client.receive, b"{}", allowed={ErrorCode.DISCONNECTED})
         self.client.reconnect()
-        assert self.client.state is ClientState.NEW
+        assert self.client.state is ConnectionState.NEW
         # The old connection's messages are gone with it.
         self.to_peer.clear()
         self.to_client.clear()
@@ -421,7 +426,7 @@ class ClientModel(RuleBasedStateMachine):
                 allowed={ErrorCode.UNKNOWN_UNCERTAIN},
             )
 
-    @precondition(lambda self: self.client.state is ClientState.READY)
+    @precondition(lambda self: self.client.state is ConnectionState.READY)
     @rule(answer=st.sampled_from(["approve", "deny", "none"]))
     def incoming_approval(self, answer: str) -> None:
         self.approvals += 1
@@ -458,7 +463,7 @@ class ClientModel(RuleBasedStateMachine):
         assert response.id == request.id
         assert request.id not in self.client.incoming
 
-    @precondition(lambda self: self.client.state is ClientState.READY)
+    @precondition(lambda self: self.client.state is ConnectionState.READY)
     @rule(step=st.sampled_from([0, 1, 1, 2]), sequenced=st.booleans())
     def notification(self, step: int, sequenced: bool) -> None:
         message: dict[str, Any] = {

@@ -85,6 +85,7 @@ EXPECTED: dict[str, frozenset[str]] = {
         {
             "CallbackFailure",
             "Client",
+            "ConnectionState",
             "Effect",
             "ErrorReceived",
             "Handler",

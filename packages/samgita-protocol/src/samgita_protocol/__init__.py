@@ -78,6 +78,7 @@ from ._schema import (
     response_to,
 )
 from ._server import Server
+from ._state import ConnectionState
 
 __all__ = [
     # codec (_codec)
@@ -152,6 +153,7 @@ __all__ = [
     "validate",
     # connection, client side (_client, _effects)
     "Client",
+    "ConnectionState",
     "Effect",
     "ErrorReceived",
     "NotificationReceived",

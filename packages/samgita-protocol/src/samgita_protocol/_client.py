@@ -26,7 +26,6 @@ and ``_contract`` (result rules).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from types import MappingProxyType
@@ -49,7 +48,7 @@ from samgita_protocol._effects import (
     ResponseReceived,
     SendMessage,
 )
-from samgita_protocol._errors import ErrorCode, ProtocolError
+from samgita_protocol._errors import ErrorCode, Origin, ProtocolError
 from samgita_protocol._given import given_message
 from samgita_protocol._hotpath import (
     NOTIFICATION_PREFIX,
@@ -86,8 +85,17 @@ from samgita_protocol._windows import (
 )
 
 from ._options import Limits, check_id, check_limits, monotonic
+from ._state import (
+    ACCEPTS,
+    Activity,
+    ConnectionState,
+    Event,
+    Role,
+    next_state,
+    refusal,
+)
 
-__all__ = ["Client", "ClientState"]
+__all__ = ["Client"]
 
 _UNSET: Final = msgspec.UNSET
 _INITIALIZE: Final = "connection/initialize"
@@ -97,43 +105,12 @@ _METHOD_AT: Final = len(NOTIFICATION_PREFIX)
 _ID_AT: Final = len(RESPONSE_PREFIX)
 
 
-class ClientState(enum.StrEnum):
-    """Where a :class:`Client` is in its connection's life."""
-
-    NEW = "new"
-    """Created or reconnected: only ``connection/initialize`` may be sent."""
-    INITIALIZING = "initializing"
-    """``connection/initialize`` handed out, waiting for its result."""
-    READY = "ready"
-    """Initialized: methods of the negotiated groups may be used."""
-    DISCONNECTED = "disconnected"
-    """The transport closed; :meth:`Client.reconnect` starts a new connection."""
-
-
-class _Move(enum.Enum):
-    SEND_INITIALIZE = "send_initialize"
-    INITIALIZED = "initialized"
-    INITIALIZE_FAILED = "initialize_failed"
-    DISCONNECT = "disconnect"
-    RECONNECT = "reconnect"
-
-
-_S = ClientState
-_DISCONNECTED: Final = ClientState.DISCONNECTED
-#: Every legal move. Everything that changes ``Client.state`` goes through
-#: this table; a missing entry is an illegal move.
-_TRANSITIONS: Final[Mapping[tuple[ClientState, _Move], ClientState]] = MappingProxyType(
-    {
-        (_S.NEW, _Move.SEND_INITIALIZE): _S.INITIALIZING,
-        (_S.INITIALIZING, _Move.INITIALIZED): _S.READY,
-        (_S.INITIALIZING, _Move.INITIALIZE_FAILED): _S.NEW,
-        (_S.NEW, _Move.DISCONNECT): _S.DISCONNECTED,
-        (_S.INITIALIZING, _Move.DISCONNECT): _S.DISCONNECTED,
-        (_S.READY, _Move.DISCONNECT): _S.DISCONNECTED,
-        (_S.DISCONNECTED, _Move.DISCONNECT): _S.DISCONNECTED,
-        (_S.DISCONNECTED, _Move.RECONNECT): _S.NEW,
-    }
-)
+_CLIENT: Final = Role.CLIENT
+_NEW: Final = ConnectionState.NEW
+_DISCONNECTED: Final = ConnectionState.DISCONNECTED
+_EXCHANGE: Final = Activity.EXCHANGE
+_TRAFFIC: Final = Activity.TRAFFIC
+_INITIALIZE_ACTIVITY: Final = Activity.INITIALIZE
 
 #: Request methods a client accepts from its peer: those whose direction is
 #: server-to-client or either (``approval/request``, ``request/cancel``).
@@ -163,12 +140,6 @@ def _groups(name: str, value: object) -> tuple[str, ...]:
     if len(set(groups)) != len(groups):
         raise ValueError(f"expected {name} without repeated groups, got: {groups!r}")
     return groups
-
-
-def _disconnected() -> ProtocolError:
-    return ProtocolError(
-        ErrorCode.DISCONNECTED, "the connection is closed; reconnect first"
-    )
 
 
 class Client:
@@ -220,6 +191,7 @@ class Client:
         "_resumes",
         "_scratch",
         "_state",
+        "_accepts",
         "_streams",
         "_typed_notifications",
         "_version",
@@ -307,7 +279,8 @@ class Client:
             request_timeout=limits.request_timeout,
             id_generator=id_generator,
         )
-        self._state = ClientState.NEW
+        self._state = _NEW
+        self._accepts = ACCEPTS[(_CLIENT, _NEW)]
         self._negotiated: frozenset[str] = frozenset()
         # The request methods sendable while ready (of the negotiated groups,
         # not server-only), with their send plans: set when initialization
@@ -351,8 +324,8 @@ class Client:
     # -- read-only state -----------------------------------------------------------
 
     @property
-    def state(self) -> ClientState:
-        """The connection state (see :class:`ClientState`)."""
+    def state(self) -> ConnectionState:
+        """The connection state (see :class:`ConnectionState`)."""
         return self._state
 
     @property
@@ -422,40 +395,35 @@ class Client:
 
     # -- state machine ---------------------------------------------------------------
 
-    def _moved(self, move: _Move) -> ClientState:
-        # The state after `move`; an illegal move is a failed table lookup.
-        nxt = _TRANSITIONS.get((self._state, move))
-        if nxt is None:  # pragma: no cover - every caller checks legality first
-            raise ProtocolError(
-                ErrorCode.NOT_INITIALIZED,
-                f"illegal move {move.value} from state {self._state.value}",
-            )
-        return nxt
+    # The state and what it accepts change together, only here (_state's
+    # tables); a check is one set membership.
+
+    def _move(self, event: Event) -> None:
+        self._state = state = next_state(_CLIENT, self._state, event)
+        self._accepts = ACCEPTS[(_CLIENT, state)]
+
+    def _check(self, activity: Activity, what: str, origin: Origin = "local") -> None:
+        if activity not in self._accepts:
+            problem = refusal(_CLIENT, self._state, activity, what, origin)
+            assert problem is not None
+            raise problem
 
     # -- requests --------------------------------------------------------------------
 
     def _sendable(self, method: str) -> Any:
         spec = METHODS.get(method)
-        if self._state is ClientState.DISCONNECTED:
-            raise _disconnected()
+        activity = _INITIALIZE_ACTIVITY if method == _INITIALIZE else _EXCHANGE
+        if self._state is _DISCONNECTED:
+            self._check(activity, method)  # disconnected before unknown_method
         if spec is None or spec.kind != "request":
             raise ProtocolError(
                 ErrorCode.UNKNOWN_METHOD,
                 "unknown request method",
                 data={"method": method},
             )
-        if method == _INITIALIZE:
-            if self._state is not ClientState.NEW:
-                raise ProtocolError(
-                    ErrorCode.ALREADY_INITIALIZED,
-                    "initialization was already sent on this connection",
-                )
+        self._check(activity, method)
+        if activity is _INITIALIZE_ACTIVITY:
             return spec
-        if self._state is not ClientState.READY:
-            raise ProtocolError(
-                ErrorCode.NOT_INITIALIZED,
-                "only connection/initialize may be sent before initialization completes",
-            )
         if spec.group not in self._negotiated:
             raise ProtocolError(
                 ErrorCode.UNSUPPORTED,
@@ -593,7 +561,7 @@ class Client:
         self._wire.keep(request, wire)
         if plan is None and method == _INITIALIZE:
             self._offer = converted
-            self._state = self._moved(_Move.SEND_INITIALIZE)
+            self._move(Event.SEND_INITIALIZE)
         return request
 
     def notify(
@@ -617,13 +585,7 @@ class Client:
                 ``unpaired_stream_position``, ``message_too_large`` and any
                 validation code of the params or envelope.
         """
-        if self._state is ClientState.DISCONNECTED:
-            raise _disconnected()
-        if self._state is not ClientState.READY:
-            raise ProtocolError(
-                ErrorCode.NOT_INITIALIZED,
-                "notifications need an initialized connection",
-            )
+        self._check(_EXCHANGE, "a notification")
         spec = METHODS.get(method)
         if spec is None or spec.kind != "notification":
             raise ProtocolError(
@@ -725,8 +687,7 @@ class Client:
                     if note.stream_id is _UNSET:
                         return [NotificationReceived(note)]
                     return self._receive_notification(note, data)
-        if self._state is _DISCONNECTED:
-            raise _disconnected()
+        self._check(_TRAFFIC, "receive()")
         wire: bytes | str | None
         max_bytes = self._max_bytes
         if type(data) is not bytes and type(data) is str and len(data) <= max_bytes:
@@ -850,11 +811,11 @@ class Client:
         # -- no failure below this line --
         self._outbox.settle(entry, outcome, key)
         if isinstance(outcome, ProtocolError):
-            self._state = self._moved(_Move.INITIALIZE_FAILED)
+            self._move(Event.INITIALIZE_FAILED)
             self._offer = None
             return [ErrorReceived(request, outcome)]
         result: InitializeResult = outcome
-        self._state = self._moved(_Move.INITIALIZED)
+        self._move(Event.INITIALIZED)
         self._negotiated = frozenset(result.capabilities)
         self._lanes = {
             name: SEND_PLANS[name]
@@ -889,10 +850,8 @@ class Client:
 
     def _refusal(self, request: Request) -> ProtocolError | None:
         method = request.method
-        if self._state is not ClientState.READY:
-            return ProtocolError(
-                ErrorCode.NOT_INITIALIZED, "the connection is not initialized"
-            )
+        if _EXCHANGE not in self._accepts:
+            return refusal(_CLIENT, self._state, _EXCHANGE, method)
         spec = METHODS[method]
         if method not in _INCOMING or spec.group not in self._negotiated:
             return ProtocolError(
@@ -923,12 +882,7 @@ class Client:
         self, notification: Notification, wire: bytes | str | None
     ) -> list[Effect]:
         if notification.method not in self._notifications:
-            if self._state is not ClientState.READY:
-                raise ProtocolError(
-                    ErrorCode.NOT_INITIALIZED,
-                    "notification before initialization",
-                    origin="peer",
-                )
+            self._check(_EXCHANGE, notification.method, "peer")
             raise ProtocolError(
                 ErrorCode.UNSUPPORTED,
                 "the notification's capability group was not negotiated",
@@ -943,8 +897,7 @@ class Client:
     # -- answering incoming requests -----------------------------------------------------
 
     def _pending_incoming(self, request: object) -> Request:
-        if self._state is ClientState.DISCONNECTED:
-            raise _disconnected()
+        self._check(_TRAFFIC, "a reply")
         if (
             not isinstance(request, Request)
             or self._incoming.get(request.id) != request
@@ -1037,7 +990,7 @@ class Client:
         self._notifications = frozenset()
         self._typed_notifications = {}
         self._lanes = {}  # filled only while ready
-        self._state = self._moved(_Move.DISCONNECT)
+        self._move(Event.DISCONNECT)
         return [ErrorReceived(request, error) for request, error in ended]
 
     def expire(self, now: float) -> list[Effect]:
@@ -1058,12 +1011,12 @@ class Client:
         ids = outbox.expired_ids(moment)
         if not ids:
             return []
-        initializing = self._state is ClientState.INITIALIZING and any(
+        initializing = self._state is ConnectionState.INITIALIZING and any(
             outbox.pending[i].request.method == _INITIALIZE for i in ids
         )
         ended = outbox.abandon(ids, "timeout")
         if initializing:
-            self._state = self._moved(_Move.INITIALIZE_FAILED)
+            self._move(Event.INITIALIZE_FAILED)
             self._offer = None
         return [ErrorReceived(request, error) for request, error in ended]
 
@@ -1077,12 +1030,8 @@ class Client:
             ProtocolError: ``not_initialized`` (local) when the client is not
                 disconnected.
         """
-        if self._state is not ClientState.DISCONNECTED:
-            raise ProtocolError(
-                ErrorCode.NOT_INITIALIZED,
-                "reconnect() requires a disconnected client; call disconnect() first",
-            )
-        self._state = self._moved(_Move.RECONNECT)
+        self._check(Activity.RECONNECT, "reconnect()")
+        self._move(Event.RECONNECT)
         self._outbox.reset()
         self._streams.reconnect()
         self._resumes.clear()

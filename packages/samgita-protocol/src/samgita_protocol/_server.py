@@ -27,7 +27,7 @@ import msgspec
 
 from ._codec import FAST, Fast, decode, decode_checked, encode, encode_unchecked
 from ._contract import RULES, wall_clock
-from ._errors import ErrorCode, ProtocolError
+from ._errors import ErrorCode, Origin, ProtocolError
 from ._given import given_message
 from ._handler import (
     CallbackFailure,
@@ -66,6 +66,15 @@ from ._schema import (
     Response,
     response_to,
 )
+from ._state import (
+    ACCEPTS,
+    Activity,
+    ConnectionState,
+    Event,
+    Role,
+    next_state,
+    refusal,
+)
 from ._streams import ServerPositions
 from ._windows import (
     INLINE_BYTES,
@@ -76,9 +85,11 @@ from ._windows import (
     typed_key,
 )
 
-__all__ = ["Server", "ServerState"]
+__all__ = ["Server"]
 
-ServerState = Literal["new", "ready", "disconnected"]
+_SERVER: Final = Role.SERVER
+_READY: Final = ConnectionState.READY
+_EXCHANGE: Final = Activity.EXCHANGE
 
 #: Schema versions this library speaks, in order of preference.
 _VERSIONS: Final = (SCHEMA_VERSION,)
@@ -253,6 +264,7 @@ class Server:
         "_scratch",
         "_seen",
         "_state",
+        "_accepts",
         "_typed_lanes",
         "_wire",
     )
@@ -337,7 +349,8 @@ class Server:
             else DEFAULT_MAX_STREAMS,
             positions=positions,
         )
-        self._state: ServerState = "new"
+        self._state = ConnectionState.NEW
+        self._accepts = ACCEPTS[(_SERVER, ConnectionState.NEW)]
         self._negotiated: frozenset[str] = frozenset()
         self._seen: RecentIds[str, ContentKey] = RecentIds(limits.max_completed)
         # The requests `receive_bytes` answers in one step: every request method
@@ -364,7 +377,7 @@ class Server:
 
     def __repr__(self) -> str:
         return (
-            f"Server(state={self._state!r}, connection_id={self._connection_id!r}, "
+            f"Server(state={self._state.value!r}, connection_id={self._connection_id!r}, "
             f"host_id={self._host_id!r}, capabilities={sorted(self._negotiated)!r})"
         )
 
@@ -376,9 +389,9 @@ class Server:
         return self._handler
 
     @property
-    def state(self) -> ServerState:
-        """``"new"`` until a successful initialize, then ``"ready"``;
-        ``"disconnected"`` after `disconnect`."""
+    def state(self) -> ConnectionState:
+        """``new`` until a successful initialize, then ``ready``;
+        ``disconnected`` after `disconnect` (a `ConnectionState`, a ``str``)."""
         return self._state
 
     @property
@@ -494,8 +507,7 @@ class Server:
                 is unchanged and keeps working after every one of them.
         """
         now = wall_clock(now)
-        if self._state == "disconnected":
-            raise ProtocolError(ErrorCode.DISCONNECTED, "the connection is closed")
+        self._check(Activity.TRAFFIC, "receive()")
         wire: bytes | str | None
         max_bytes = self._limits.max_message_bytes
         if type(data) is str and len(data) <= max_bytes:
@@ -627,17 +639,12 @@ class Server:
         return self._call_handler(request, now)
 
     def _refusal(self, spec: MethodSpec) -> ProtocolError | None:
-        if spec.group is None:  # connection/initialize, the one request of no group
-            if self._state != "new":
-                return ProtocolError(
-                    ErrorCode.ALREADY_INITIALIZED,
-                    "the connection is already initialized",
-                )
+        # connection/initialize is the one request of no group
+        activity = Activity.INITIALIZE if spec.group is None else _EXCHANGE
+        if activity not in self._accepts:
+            return refusal(_SERVER, self._state, activity, spec.name)
+        if activity is Activity.INITIALIZE:
             return None
-        if self._state != "ready":
-            return ProtocolError(
-                ErrorCode.NOT_INITIALIZED, "send connection/initialize first"
-            )
         if spec.group not in self._negotiated:
             return ProtocolError(
                 ErrorCode.UNSUPPORTED,
@@ -685,7 +692,7 @@ class Server:
             connection_id=self._connection_id,
             host_id=self._host_id,
         )
-        self._state = "ready"
+        self._move(Event.INITIALIZED)
         self._negotiated = frozenset(supported)
         self._lanes = {
             name: RESULT_PLANS.get(name)
@@ -907,12 +914,7 @@ class Server:
     # -- incoming notifications -------------------------------------------------------
 
     def _receive_notification(self, notification: Notification) -> list[Message]:
-        if self._state != "ready":
-            raise ProtocolError(
-                ErrorCode.NOT_INITIALIZED,
-                "notification before initialization",
-                origin="peer",
-            )
+        self._check(_EXCHANGE, notification.method, "peer")
         spec = METHODS[notification.method]
         if spec.group not in self._negotiated or not implements_notifications(
             self._handler
@@ -968,13 +970,18 @@ class Server:
 
     # -- outgoing -----------------------------------------------------------------------
 
-    def _check_ready(self) -> None:
-        if self._state == "disconnected":
-            raise ProtocolError(ErrorCode.DISCONNECTED, "the connection is closed")
-        if self._state != "ready":
-            raise ProtocolError(
-                ErrorCode.NOT_INITIALIZED, "the connection is not initialized"
-            )
+    # The state and what it accepts change together, only here (_state's
+    # tables); a check is one set membership.
+
+    def _move(self, event: Event) -> None:
+        self._state = state = next_state(_SERVER, self._state, event)
+        self._accepts = ACCEPTS[(_SERVER, state)]
+
+    def _check(self, activity: Activity, what: str, origin: Origin = "local") -> None:
+        if activity not in self._accepts:
+            problem = refusal(_SERVER, self._state, activity, what, origin)
+            assert problem is not None
+            raise problem
 
     def _build_notification(
         self,
@@ -988,7 +995,7 @@ class Server:
         project_ref: str | None = None,
         task_ref: str | None = None,
     ) -> Notification:
-        self._check_ready()
+        self._check(_EXCHANGE, "a notification")
         spec = METHODS.get(method) if isinstance(method, str) else None
         if spec is None or spec.kind != "notification":
             raise ProtocolError(
@@ -1099,7 +1106,7 @@ class Server:
                 ErrorCode.NO_RESPONSE_CALLBACK,
                 "the handler does not implement handle_response",
             )
-        self._check_ready()
+        self._check(_EXCHANGE, "a request")
         spec = METHODS.get(method) if isinstance(method, str) else None
         if spec is None or spec.kind != "request" or spec.group is None:
             raise ProtocolError(
@@ -1172,7 +1179,7 @@ class Server:
             TypeError, ProtocolError: as `receive`, and as `encode` for a
                 reply this Server did not validate when it built it.
         """
-        if type(data) is bytes and self._state == "ready":
+        if type(data) is bytes and self._state is _READY:
             clock = None if now is None else wall_clock(now)  # before any change
             # A request in this library's own encoding, decoded once by its
             # method's typed envelope (``_hotpath.typed_request``; the
@@ -1277,7 +1284,7 @@ class Server:
         everything after (``disconnected``). Returns the requests that ended.
         Calling it again does nothing. A new connection needs a new Server
         (restore `positions` into it)."""
-        self._state = "disconnected"
+        self._move(Event.DISCONNECT)
         return self._abandon(list(self._outbox.pending), "disconnect")
 
     def _abandon(
