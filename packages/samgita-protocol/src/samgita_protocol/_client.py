@@ -48,7 +48,7 @@ from samgita_protocol._effects import (
     ResponseReceived,
     SendMessage,
 )
-from samgita_protocol._errors import ErrorCode, Origin, ProtocolError
+from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._given import given_message
 from samgita_protocol._hotpath import (
     NOTIFICATION_PREFIX,
@@ -86,12 +86,11 @@ from samgita_protocol._windows import (
 
 from ._options import Limits, check_id, check_limits, monotonic
 from ._state import (
-    ACCEPTS,
     Activity,
     ConnectionState,
     Event,
     Role,
-    next_state,
+    Stateful,
     refusal,
 )
 
@@ -142,7 +141,7 @@ def _groups(name: str, value: object) -> tuple[str, ...]:
     return groups
 
 
-class Client:
+class Client(Stateful):
     """Connection state of the side that sends ``connection/initialize``.
 
     Args:
@@ -190,8 +189,6 @@ class Client:
         "_required",
         "_resumes",
         "_scratch",
-        "_state",
-        "_accepts",
         "_streams",
         "_typed_notifications",
         "_version",
@@ -219,6 +216,7 @@ class Client:
         request_timeout: float | None = None,
         request_timeout_ms: int | None = None,
     ) -> None:
+        super().__init__(_CLIENT)
         offered = _groups("capabilities", capabilities)
         required = _groups("required_capabilities", required_capabilities)
         if not set(required) <= set(offered):
@@ -279,8 +277,6 @@ class Client:
             request_timeout=limits.request_timeout,
             id_generator=id_generator,
         )
-        self._state = _NEW
-        self._accepts = ACCEPTS[(_CLIENT, _NEW)]
         self._negotiated: frozenset[str] = frozenset()
         # The request methods sendable while ready (of the negotiated groups,
         # not server-only), with their send plans: set when initialization
@@ -322,11 +318,6 @@ class Client:
         )
 
     # -- read-only state -----------------------------------------------------------
-
-    @property
-    def state(self) -> ConnectionState:
-        """The connection state (see :class:`ConnectionState`)."""
-        return self._state
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -394,19 +385,6 @@ class Client:
         return self._streams.buffered
 
     # -- state machine ---------------------------------------------------------------
-
-    # The state and what it accepts change together, only here (_state's
-    # tables); a check is one set membership.
-
-    def _move(self, event: Event) -> None:
-        self._state = state = next_state(_CLIENT, self._state, event)
-        self._accepts = ACCEPTS[(_CLIENT, state)]
-
-    def _check(self, activity: Activity, what: str, origin: Origin = "local") -> None:
-        if activity not in self._accepts:
-            problem = refusal(_CLIENT, self._state, activity, what, origin)
-            assert problem is not None
-            raise problem
 
     # -- requests --------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ import msgspec
 
 from ._codec import FAST, Fast, decode, decode_checked, encode, encode_unchecked
 from ._contract import RULES, wall_clock
-from ._errors import ErrorCode, Origin, ProtocolError
+from ._errors import ErrorCode, ProtocolError
 from ._given import given_message
 from ._handler import (
     CallbackFailure,
@@ -67,12 +67,11 @@ from ._schema import (
     response_to,
 )
 from ._state import (
-    ACCEPTS,
     Activity,
     ConnectionState,
     Event,
     Role,
-    next_state,
+    Stateful,
     refusal,
 )
 from ._streams import ServerPositions
@@ -187,7 +186,7 @@ def _notify_refused(emitter: _Emitter, error: ProtocolError) -> bool:
     return getattr(emitter, "refused", None) is error
 
 
-class Server:
+class Server(Stateful):
     """Connection state of the host side (sans-IO).
 
     Args:
@@ -263,8 +262,6 @@ class Server:
         "_lanes",
         "_scratch",
         "_seen",
-        "_state",
-        "_accepts",
         "_typed_lanes",
         "_wire",
     )
@@ -287,6 +284,7 @@ class Server:
         request_timeout_ms: int | None = None,
         on_callback_error: Callable[[CallbackFailure], object] | None = None,
     ) -> None:
+        super().__init__(_SERVER)
         if not isinstance(handler, Handler):
             raise TypeError(
                 f"expected handler to be a samgita_protocol.Handler, got: {handler!r}"
@@ -349,8 +347,6 @@ class Server:
             else DEFAULT_MAX_STREAMS,
             positions=positions,
         )
-        self._state = ConnectionState.NEW
-        self._accepts = ACCEPTS[(_SERVER, ConnectionState.NEW)]
         self._negotiated: frozenset[str] = frozenset()
         self._seen: RecentIds[str, ContentKey] = RecentIds(limits.max_completed)
         # The requests `receive_bytes` answers in one step: every request method
@@ -387,12 +383,6 @@ class Server:
     def handler(self) -> Handler:
         """The host's handler (which holds the host state)."""
         return self._handler
-
-    @property
-    def state(self) -> ConnectionState:
-        """``new`` until a successful initialize, then ``ready``;
-        ``disconnected`` after `disconnect` (a `ConnectionState`, a ``str``)."""
-        return self._state
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -969,19 +959,6 @@ class Server:
         )
 
     # -- outgoing -----------------------------------------------------------------------
-
-    # The state and what it accepts change together, only here (_state's
-    # tables); a check is one set membership.
-
-    def _move(self, event: Event) -> None:
-        self._state = state = next_state(_SERVER, self._state, event)
-        self._accepts = ACCEPTS[(_SERVER, state)]
-
-    def _check(self, activity: Activity, what: str, origin: Origin = "local") -> None:
-        if activity not in self._accepts:
-            problem = refusal(_SERVER, self._state, activity, what, origin)
-            assert problem is not None
-            raise problem
 
     def _build_notification(
         self,

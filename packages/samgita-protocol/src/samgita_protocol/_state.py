@@ -26,6 +26,7 @@ from ._errors import ErrorCode, Origin, ProtocolError
 __all__ = [
     "ACCEPTS",
     "TRANSITIONS",
+    "Stateful",
     "Activity",
     "Event",
     "Role",
@@ -165,3 +166,33 @@ def refusal(
         f"{what} needs an initialized connection (connection/initialize first)",
         origin=origin,
     )
+
+
+class Stateful:
+    """The state of one connection side: `Client` and `Server` derive from
+    it. The state and what it accepts change together, only in `_move`
+    (this module's tables); `_check` is one set membership on the path
+    where the state accepts what is asked."""
+
+    __slots__ = ("_role", "_state", "_accepts")
+
+    def __init__(self, role: Role) -> None:
+        self._role = role
+        self._state = _NEW
+        self._accepts = ACCEPTS[(role, _NEW)]
+
+    @property
+    def state(self) -> ConnectionState:
+        """Where the connection is in its life (a `ConnectionState`, a
+        ``str``: ``state == "ready"``)."""
+        return self._state
+
+    def _move(self, event: Event) -> None:
+        self._state = state = next_state(self._role, self._state, event)
+        self._accepts = ACCEPTS[(self._role, state)]
+
+    def _check(self, activity: Activity, what: str, origin: Origin = "local") -> None:
+        if activity not in self._accepts:
+            problem = refusal(self._role, self._state, activity, what, origin)
+            assert problem is not None
+            raise problem
