@@ -22,7 +22,7 @@ from samgita_protocol._effects import (
     SendMessage,
 )
 from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._schema import Request, Response
+from samgita_protocol._schema import Request, Response, StreamResumeResult
 
 ALL = [
     "project_events.v1",
@@ -126,6 +126,16 @@ def fails(
     assert info.value.code == code, info.value
     assert snapshot(client) == before
     return info.value
+
+
+def refuses(
+    client: Client, error: type[Exception], call: Any, *args: Any, **kwargs: Any
+) -> None:
+    """``call`` raises ``error`` (a caller's wrong argument) and changes nothing."""
+    before = snapshot(client)
+    with pytest.raises(error):
+        call(*args, **kwargs)
+    assert snapshot(client) == before
 
 
 def start_thread(client: Client, n: int = 1, **kw: Any) -> Request:
@@ -372,8 +382,8 @@ def test_offer_checks() -> None:
 
 def test_unknown_method_and_params_fail_before_sending() -> None:
     client = ready()
-    fails(client, ErrorCode.UNKNOWN_METHOD, client.request, "thread/nope", {})
-    fails(client, ErrorCode.UNKNOWN_METHOD, client.request, "item/delta", {})
+    refuses(client, ValueError, client.request, "thread/nope", {})
+    refuses(client, ValueError, client.request, "item/delta", {})
     fails(client, ErrorCode.MISSING_COMMAND_ID, client.request, "thread/start", {})
     fails(
         client,
@@ -929,7 +939,9 @@ def test_receive_replay_ingests_a_correlated_page_once() -> None:
 
 def test_receive_replay_of_an_uncorrelated_result() -> None:
     client = ready()
-    fails(client, ErrorCode.UNCORRELATED_REPLAY, client.receive_replay, "nope")
+    page = StreamResumeResult(stream_id="s", cursor=0, events=[], has_more=False)
+    fails(client, ErrorCode.UNCORRELATED_REPLAY, client.receive_replay, page)
+    refuses(client, TypeError, client.receive_replay, "nope")
 
 
 # -- disconnect, expiry, reconnect --------------------------------------------------------
@@ -1295,7 +1307,7 @@ def test_notify() -> None:
     client = ready(capabilities=["sessions.v1", "streaming.v1"])
     notification = client.notify("item/delta", params, stream_id="s", cursor=1)
     assert (notification.stream_id, notification.cursor) == ("s", 1)
-    fails(client, ErrorCode.UNKNOWN_METHOD, client.notify, "thread/start", params)
+    refuses(client, ValueError, client.notify, "thread/start", params)
     fails(
         client,
         ErrorCode.UNPAIRED_STREAM_POSITION,

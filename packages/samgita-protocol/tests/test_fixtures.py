@@ -118,11 +118,10 @@ def test_str_input_counts_utf8_bytes() -> None:
 
 
 @pytest.mark.parametrize("value", [None, 1, 1.5, ["{}"], {"type": "request"}, object()])
-def test_non_str_or_bytes_input_is_invalid_message(value: object) -> None:
-    with pytest.raises(ProtocolError) as caught:
+def test_non_str_or_bytes_input_is_a_type_error(value: object) -> None:
+    # Not bytes or text from a peer but the caller's wrong argument.
+    with pytest.raises(TypeError, match="expected data to be"):
         decode(value)  # type: ignore[arg-type]
-    assert caught.value.code == ErrorCode.INVALID_MESSAGE
-    assert caught.value.origin == "local"
 
 
 def test_buffer_inputs_decode_like_bytes() -> None:

@@ -703,9 +703,8 @@ def test_encode_response_of_errors_sizes_and_methods() -> None:
     assert info.value.code == ErrorCode.INVALID_RESULT
     assert info.value.origin == "local"
     for method in ("no/such", "item/delta"):
-        with pytest.raises(ProtocolError) as info:
+        with pytest.raises(ValueError, match="expected method to be"):
             encode_response(ok, method)
-        assert info.value.code == ErrorCode.UNKNOWN_METHOD
     with pytest.raises(TypeError):
         encode_response(ok, "request/cancel", max_message_bytes="1")  # type: ignore[arg-type]
 
@@ -725,13 +724,11 @@ def test_subclassed_messages_are_refused_as_encode_refuses_them() -> None:
         params=ItemDeltaParams(thread_id="t", turn_id="u", item_id="i", delta="d"),
     )
     assert checked_wire(SEND_PLANS["item/delta"], note, 1 << 20) is None
-    with pytest.raises(ProtocolError) as info:
+    with pytest.raises(TypeError, match="expected message to be"):
         encode(note)
-    assert info.value.code == ErrorCode.INVALID_MESSAGE
     replay = Replay("s1")
-    with pytest.raises(ProtocolError) as info:
+    with pytest.raises(TypeError, match="expected notification to be"):
         replay.append(note)
-    assert info.value.code == ErrorCode.INVALID_MESSAGE
     assert replay.last_cursor == 0
 
 

@@ -131,7 +131,8 @@ def test_capability_groups() -> None:
     assert sp.request_methods("streaming.v1") == {"stream/resume"}
     assert sp.request_methods("cancellation.v1") == {"request/cancel"}
     assert len(sp.request_methods("sessions.v1")) == 6
-    assert sp.request_methods("nope.v1") == frozenset()
+    with pytest.raises(ValueError, match="'nope.v1'"):
+        sp.request_methods("nope.v1")
     every = set().union(*sp.CAPABILITY_GROUPS.values())
     assert every == set(sp.METHODS) - {"connection/initialize"}
 

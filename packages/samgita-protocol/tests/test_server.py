@@ -726,9 +726,10 @@ def test_server_notify_validates() -> None:
     )
     note = server.notify("item/delta", DELTA, stream_id="s", cursor=1)
     assert (note.stream_id, note.cursor) == ("s", 1)
+    for method in ("nope", "request/cancel"):  # the caller's wrong name
+        with pytest.raises(ValueError, match="expected method to be"):
+            server.notify(method, DELTA)
     for method, params, options, code in [
-        ("nope", DELTA, {}, ErrorCode.UNKNOWN_METHOD),
-        ("request/cancel", {"request_id": "x"}, {}, ErrorCode.UNKNOWN_METHOD),
         ("thread/closed", {"thread_id": "t"}, {}, ErrorCode.UNSUPPORTED),
         ("item/delta", DELTA, {"stream_id": "s"}, ErrorCode.UNPAIRED_STREAM_POSITION),
         ("item/delta", {"delta": "x"}, {}, ErrorCode.MISSING_FIELD),
@@ -899,8 +900,7 @@ def test_server_request_refusals_change_nothing() -> None:
         ("request/cancel", {"request_id": "b"}, {"id": "s1-1"}, ErrorCode.CONFLICT),
         ("thread/start", {}, {}, ErrorCode.UNSUPPORTED),  # only a client sends it
         ("approval/request", {}, {}, ErrorCode.UNSUPPORTED),  # not negotiated
-        ("item/delta", {}, {}, ErrorCode.UNKNOWN_METHOD),
-        ("connection/initialize", {}, {}, ErrorCode.UNKNOWN_METHOD),
+        ("connection/initialize", {}, {}, ErrorCode.UNSUPPORTED),  # a client's
         ("request/cancel", {}, {}, ErrorCode.MISSING_FIELD),
         (
             "request/cancel",
@@ -921,6 +921,10 @@ def test_server_request_refusals_change_nothing() -> None:
             server.request(method, params, now=0.0, **options)
         assert exc.value.code == code, (method, options)
         assert snapshot(server) == before
+    before = snapshot(server)
+    with pytest.raises(ValueError, match="'item/delta'"):  # not a request method
+        server.request("item/delta", {}, now=0.0)
+    assert snapshot(server) == before
     second = server.request("request/cancel", {"request_id": "b"}, now=0.0)
     assert second.id == "s1-2"  # failed calls consumed no id
     before = snapshot(server)

@@ -92,6 +92,15 @@ from samgita_protocol import (
     response_to,
 )
 
+from ._checks import (
+    check_callable,
+    check_line,
+    check_positive_int,
+    check_positive_timedelta,
+    check_text,
+    check_wire_id,
+    wrong_type,
+)
 from ._generated import inbound, outbound
 from ._methods import request_types
 from ._table import (
@@ -436,8 +445,7 @@ def _checked_line(line: Any) -> tuple[bytes, Any]:
     size before parsing, depth on the bytes, UTF-8, one value, no repeated
     key) with Codex's bounds, and the core's error codes.
     """
-    if type(line) is not bytes and not isinstance(line, (bytes, bytearray, memoryview)):
-        raise _peer(ErrorCode.INVALID_MESSAGE, "a Codex line must be bytes")
+    check_line("line", line)
     try:
         # sized before a bytearray or memoryview is copied
         tree = load_json(
@@ -533,7 +541,7 @@ def _instance_id(value: object) -> str:
     if value is None:
         return secrets.token_hex(8)
     if not isinstance(value, str):
-        raise TypeError(f"expected instance_id to be a str, got: {value!r}")
+        raise wrong_type("instance_id", value, "a string")
     if _INSTANCE_ID.fullmatch(value) is None:
         raise ValueError(
             "expected instance_id to be 1 to 32 ASCII letters, digits, '_' or "
@@ -740,6 +748,14 @@ class CodexBridge:
         max_pending, max_approvals, max_streams, max_unmapped_methods: the
             bounds of the bridge's tables (see :data:`MAX_PENDING` etc.);
             overflow is ``limit_exceeded``.
+
+    Raises:
+        TypeError, ValueError: a bad argument (the message names it):
+            ``host_id`` not a wire id (1 to 256 UTF-8 bytes), an empty or
+            non-string ``client_name`` / ``client_version``, an
+            ``approval_timeout`` that is not a positive ``timedelta``, a
+            ``now`` that is not callable, a bound that is not a positive
+            ``int``.
     """
 
     def __init__(
@@ -758,19 +774,28 @@ class CodexBridge:
         max_streams: int = MAX_STREAMS,
         max_unmapped_methods: int = MAX_UNMAPPED_METHODS,
     ) -> None:
-        self._host_id = host_id
+        self._host_id = check_wire_id("host_id", host_id)
         self._instance_id = _instance_id(instance_id)
         self._client_info = outbound.ClientInfo(
-            name=client_name, version=client_version
+            name=check_text("client_name", client_name),
+            version=check_text("client_version", client_version),
         )
-        self._approval_timeout = approval_timeout
-        self._now = now or (lambda: _dt.datetime.now(_dt.UTC))
-        self._max_events = max_events
-        self._max_bytes = max_bytes
-        self._max_pending = max_pending
-        self._max_approvals = max_approvals
-        self._max_streams = max_streams
-        self._max_unmapped = max_unmapped_methods
+        self._approval_timeout = check_positive_timedelta(
+            "approval_timeout", approval_timeout
+        )
+        self._now: Callable[[], _dt.datetime] = (
+            (lambda: _dt.datetime.now(_dt.UTC))
+            if now is None
+            else check_callable("now", now)
+        )
+        self._max_events = check_positive_int("max_events", max_events)
+        self._max_bytes = check_positive_int("max_bytes", max_bytes)
+        self._max_pending = check_positive_int("max_pending", max_pending)
+        self._max_approvals = check_positive_int("max_approvals", max_approvals)
+        self._max_streams = check_positive_int("max_streams", max_streams)
+        self._max_unmapped = check_positive_int(
+            "max_unmapped_methods", max_unmapped_methods
+        )
         self._next_codex_id = 0
         self._next_native_id = 0
         self._codex: Literal["fresh", "initializing", "ready", "down"] = "fresh"
@@ -827,7 +852,13 @@ class CodexBridge:
         return self._instance_id
 
     def stream_id(self, thread_id: str) -> str | None:
-        """The native ``stream_id`` of a Codex thread, once it has one."""
+        """The native ``stream_id`` of a Codex thread, once it has one.
+
+        Raises:
+            TypeError: ``thread_id`` is not a string.
+        """
+        if not isinstance(thread_id, str):
+            raise wrong_type("thread_id", thread_id, "a string")
         replay = self._streams.get(thread_id)
         return replay.stream_id if replay is not None else None
 
@@ -841,7 +872,7 @@ class CodexBridge:
         well-formed request.
 
         Raises:
-            ProtocolError: ``invalid_message`` when ``request`` is not a Request.
+            TypeError: ``request`` is not a native `Request`.
         """
         # the common case first: a request the session may forward, with the
         # Codex link ready and room in the pending table (the same checks as
@@ -861,7 +892,7 @@ class CodexBridge:
                 return [_error(request, exc.code, exc.message, **(exc.data or {}))]
             return [self._send_codex_request(codex_method, params, request)]
         if not isinstance(request, Request):
-            raise ProtocolError(ErrorCode.INVALID_MESSAGE, "expected a native Request")
+            raise wrong_type("request", request, "a native Request")
         method = request.method
         if method == "connection/initialize":
             return self._native_initialize(request)
@@ -918,7 +949,10 @@ class CodexBridge:
                 ``approval_id`` or ``action`` differ from the request (exact
                 JSON: ``true``, ``1`` and ``1.0`` differ); ``invalid_result``
                 for a malformed result. The approval stays pending then.
+            TypeError: ``response`` is not a native `Response`.
         """
+        if not isinstance(response, Response):
+            raise wrong_type("response", response, "a native Response")
         approval = self._approvals.get(response.id)
         if approval is None:
             raise ProtocolError(
@@ -1048,6 +1082,8 @@ class CodexBridge:
                 schema, or values the native schema cannot carry),
                 ``unknown_response``, ``limit_exceeded`` (a table bound), or
                 any code the core encoder raises for a translated message.
+            TypeError: ``line`` is not ``bytes``, ``bytearray`` or
+                ``memoryview`` (the caller's mistake, not Codex's).
         """
         if type(line) is bytes:
             delta = _delta_line(line)

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from ._checks import check_line, check_positive_int, wrong_type
+
 __all__ = ["CodexStdio"]
 
 #: Longest accepted line from Codex (a thread with many turns is large; this
@@ -50,7 +52,27 @@ class CodexStdio:
 
         Raises:
             OSError: the binary cannot be started.
+            TypeError, ValueError: a bad argument (the message names it):
+                ``binary``, ``codex_home`` or ``cwd`` not a path or string,
+                ``args`` not a sequence of strings, ``env`` not a mapping
+                of strings, ``max_line_bytes`` not a positive ``int``.
         """
+        _check_path("binary", binary)
+        _check_path("codex_home", codex_home)
+        if cwd is not None:
+            _check_path("cwd", cwd)
+        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+            raise wrong_type("args", args, "a sequence of strings")
+        if not all(isinstance(arg, str) for arg in args):
+            raise wrong_type("args", args, "a sequence of strings")
+        if env is not None and (
+            not isinstance(env, Mapping)
+            or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+            )
+        ):
+            raise wrong_type("env", env, "a mapping of strings to strings")
+        check_positive_int("max_line_bytes", max_line_bytes)
         base = (
             dict(env)
             if env is not None
@@ -81,7 +103,9 @@ class CodexStdio:
 
         Raises:
             ConnectionError: the process closed its stdin.
+            TypeError: ``line`` is not bytes.
         """
+        line = bytes(check_line("line", line))
         stdin = self._process.stdin
         assert stdin is not None
         stdin.write(line if line.endswith(b"\n") else line + b"\n")
@@ -113,3 +137,8 @@ class CodexStdio:
             await asyncio.wait_for(self._process.wait(), _EXIT_GRACE)
         except TimeoutError:
             await self.kill()
+
+
+def _check_path(name: str, value: object) -> None:
+    if not isinstance(value, (str, Path)):
+        raise wrong_type(name, value, "a path (str or pathlib.Path)")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from ._checks import check_line, check_positive_int, check_text
+
 __all__ = ["CodexWebSocket"]
 
 #: Largest accepted frame from Codex (same bound as the stdio line limit).
@@ -32,7 +34,12 @@ class CodexWebSocket:
             ImportError: the ``websocket`` extra (websockets) is not installed.
             OSError, websockets.exceptions.InvalidStatus: the connection or
                 the upgrade failed (401 for a bad token).
+            TypeError, ValueError: ``url`` or ``token`` is not a non-empty
+                string, or ``max_frame_bytes`` not a positive ``int``.
         """
+        check_text("url", url)
+        check_text("token", token)
+        check_positive_int("max_frame_bytes", max_frame_bytes)
         from websockets.asyncio.client import connect
 
         connection = await connect(
@@ -49,7 +56,9 @@ class CodexWebSocket:
 
         Raises:
             websockets.exceptions.ConnectionClosed: the link is gone.
+            TypeError: ``line`` is not bytes.
         """
+        line = bytes(check_line("line", line))
         await self._connection.send(line.rstrip(b"\n").decode())
 
     async def readline(self) -> bytes | None:

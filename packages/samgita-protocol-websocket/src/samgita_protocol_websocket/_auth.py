@@ -7,7 +7,7 @@ import hmac
 from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from ._redact import REDACTED, Secret, is_credential_header
+from ._redact import REDACTED, Secret, as_secret, is_credential_header
 
 __all__ = [
     "Authenticator",
@@ -67,19 +67,24 @@ class BearerTokenAuthenticator:
     The comparison is ``hmac.compare_digest`` over the UTF-8 bytes, so its
     time does not depend on how much of the token matched.  Accepted requests
     get ``principal`` (default ``"bearer"``).  Raises ``TypeError`` /
-    ``ValueError`` for a bad ``token``.
+    ``ValueError`` for a bad ``token``; calling it with anything but a
+    :class:`HandshakeRequest` raises ``TypeError``.
     """
 
     __slots__ = ("_expected", "_principal")
 
     def __init__(self, token: str | Secret, *, principal: object = "bearer") -> None:
-        self._expected = Secret(token).reveal().encode("ascii")
+        self._expected = as_secret("token", token).reveal().encode("ascii")
         self._principal = principal
 
     def __repr__(self) -> str:
         return f"BearerTokenAuthenticator(token={REDACTED!r})"
 
     def __call__(self, request: HandshakeRequest) -> object | None:
+        if not isinstance(request, HandshakeRequest):
+            raise TypeError(
+                f"request must be a HandshakeRequest, not {type(request).__name__}"
+            )
         if len(request.authorization) != 1:
             return None
         scheme, _, value = request.authorization[0].partition(" ")

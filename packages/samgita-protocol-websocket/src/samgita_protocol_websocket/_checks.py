@@ -1,21 +1,30 @@
-"""Argument validation shared by the listener and the client (TypeError/ValueError naming the argument)."""
+"""Argument validation shared by the listener and the client (TypeError/ValueError naming the argument).
+
+The package's one home for the core's policy on wrong Python values
+(``docs/protocol.md`` section 7): a wrong type is a ``TypeError`` naming the
+argument, a wrong value a ``ValueError`` naming it.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import math
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
+
+from websockets.frames import EXTERNAL_CLOSE_CODES
 
 __all__ = [
     "APP_SERVER_PATH",
     "check_bool",
     "check_callable",
+    "check_close",
     "check_int",
     "check_optional_seconds",
     "check_seconds",
     "check_ssl",
+    "check_strings",
     "check_write_buffer",
     "is_loopback_host",
 ]
@@ -101,6 +110,47 @@ def check_callable(name: str, value: Any) -> Callable[..., Any]:
     if not callable(value):
         raise TypeError(f"{name} must be callable, not {type(value).__name__}")
     return value  # type: ignore[no-any-return]
+
+
+def check_strings(name: str, value: Any) -> tuple[str, ...]:
+    """The strings of ``value``, an iterable of ``str`` (not one ``str``)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"{name} must be a collection of str, not {type(value).__name__}"
+        )
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(
+                f"{name} must be a collection of str, not one holding "
+                f"{type(item).__name__}"
+            )
+    return items
+
+
+#: The longest close reason: a close frame's payload is at most 125 bytes,
+#: two of them the code (RFC 6455 section 5.5).
+MAX_CLOSE_REASON_BYTES: Final = 123
+
+
+def check_close(code: Any, reason: Any) -> tuple[int, str]:
+    """A close ``code`` one may send (RFC 6455 section 7.4: a defined code or
+    3000-4999) and a ``reason`` of at most 123 UTF-8 bytes."""
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise TypeError(f"code must be an int, not {type(code).__name__}")
+    if code not in EXTERNAL_CLOSE_CODES and not 3000 <= code < 5000:
+        raise ValueError(
+            f"code must be a close code one may send (1000-1003, 1007-1014, "
+            f"3000-4999), got {code}"
+        )
+    if not isinstance(reason, str):
+        raise TypeError(f"reason must be a str, not {type(reason).__name__}")
+    if len(reason.encode("utf-8", "surrogatepass")) > MAX_CLOSE_REASON_BYTES:
+        raise ValueError(
+            f"reason must be at most {MAX_CLOSE_REASON_BYTES} UTF-8 bytes, "
+            f"got {len(reason.encode('utf-8', 'surrogatepass'))}"
+        )
+    return code, reason
 
 
 def check_ssl(name: str, value: Any) -> ssl.SSLContext | None:

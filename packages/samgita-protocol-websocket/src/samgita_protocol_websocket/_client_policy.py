@@ -18,9 +18,15 @@ class HandshakeRejected(ConnectionError):
 
     ``status`` is that status (401: authentication, 403: origin, 404: path,
     426: version, 503: capacity, 3xx: a redirect, which is never followed).
+    Raises ``TypeError`` when ``status`` is not an ``int`` or ``message`` not
+    a ``str``.
     """
 
     def __init__(self, status: int, message: str) -> None:
+        if isinstance(status, bool) or not isinstance(status, int):
+            raise TypeError(f"status must be an int, not {type(status).__name__}")
+        if not isinstance(message, str):
+            raise TypeError(f"message must be a str, not {type(message).__name__}")
         super().__init__(message)
         self.status = status
 

@@ -48,6 +48,7 @@ from ._checks import (
     check_optional_seconds,
     check_seconds,
     check_ssl,
+    check_strings,
     check_write_buffer,
     is_loopback_host,
     pick_alias,
@@ -67,7 +68,7 @@ from ._defaults import (
     DEFAULT_TICK,
     DEFAULT_WRITE_LIMIT,
 )
-from ._redact import RedactingLogger, Secret
+from ._redact import RedactingLogger, Secret, as_secret
 from ._server_loop import ConnectionInfo, run_connection
 from ._textconn import TextConnection, bounded
 
@@ -286,7 +287,11 @@ class Listener:
         )
 
     async def aclose(self, *, close_connections: bool = True) -> None:
-        """Stop accepting and close open connections with 1001; waits until they are gone."""
+        """Stop accepting and close open connections with 1001; waits until they are gone.
+
+        Raises ``TypeError`` when ``close_connections`` is not a ``bool``.
+        """
+        check_bool("close_connections", close_connections)
         self._server.close(close_connections=close_connections)
         await self._server.wait_closed()
 
@@ -348,14 +353,14 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
         self._host = host
         self._port = check_int("port", port, minimum=0, maximum=65535)
         if capabilities is not None:
-            if isinstance(capabilities, str) or not all(
-                isinstance(c, str) for c in capabilities
-            ):
-                raise TypeError("capabilities must be a sequence of str")
-            capabilities = tuple(capabilities)
+            capabilities = check_strings("capabilities", capabilities)
         self._capabilities = capabilities
-        if host_id is not None and (not isinstance(host_id, str) or not host_id):
-            raise TypeError("host_id must be a non-empty str or None")
+        if host_id is not None and not isinstance(host_id, str):
+            raise TypeError(
+                f"host_id must be a non-empty str or None, not {type(host_id).__name__}"
+            )
+        if host_id == "":
+            raise ValueError("host_id must be a non-empty str or None")
         # One listener is one host: every connection (and every reconnect)
         # reports the same host_id, so clients can keep their checkpoints.
         self._host_id = host_id or "host-" + secrets.token_hex(12)
@@ -368,19 +373,12 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
             )
             self._secrets: tuple[str, ...] = ()
         else:
-            try:
-                secret = Secret(token)  # type: ignore[arg-type]
-            except TypeError:
-                raise TypeError("token must be a str") from None
-            except ValueError as exc:
-                raise ValueError(str(exc)) from None
+            secret = as_secret("token", token)
             self._authenticator = BearerTokenAuthenticator(secret)
             self._secrets = (secret.reveal(),)
-        if isinstance(allowed_origins, str) or not all(
-            isinstance(o, str) for o in allowed_origins
-        ):
-            raise TypeError("allowed_origins must be a collection of str")
-        self._allowed_origins = frozenset(allowed_origins)
+        self._allowed_origins = frozenset(
+            check_strings("allowed_origins", allowed_origins)
+        )
         self._ssl = check_ssl("ssl", ssl)
         self._allow_insecure = check_bool(
             "allow_insecure_non_loopback", allow_insecure_non_loopback

@@ -15,10 +15,13 @@ import traceback
 from collections.abc import Iterable, MutableMapping
 from typing import Any, Final
 
+from ._checks import check_strings
+
 __all__ = [
     "REDACTED",
     "RedactingLogger",
     "Secret",
+    "as_secret",
     "is_credential_header",
     "redact_text",
 ]
@@ -61,7 +64,10 @@ _ELISION: Final = "..."
 
 def is_credential_header(name: str) -> bool:
     """Whether a header named ``name`` carries a credential (see
-    ``CREDENTIAL_WORDS``): it is redacted in logs and never shown to a handler."""
+    ``CREDENTIAL_WORDS``): it is redacted in logs and never shown to a handler.
+    Raises ``TypeError`` when ``name`` is not a ``str``."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, not {type(name).__name__}")
     lower = name.lower()
     if lower in PUBLIC_KEY_HEADERS:
         return False
@@ -74,28 +80,15 @@ class Secret:
     """A credential that does not show itself in ``repr``, ``str`` or f-strings.
 
     Call :meth:`reveal` at the one place that needs the value (the handshake
-    header).  Raises ``TypeError`` when ``value`` is not a ``str`` and
-    ``ValueError`` when it is empty or not printable ASCII (an HTTP header
-    cannot carry it otherwise).
+    header).  Raises ``TypeError`` when ``value`` is neither a ``str`` nor a
+    ``Secret`` and ``ValueError`` when it is empty or not printable ASCII (an
+    HTTP header cannot carry it otherwise), each naming ``value``.
     """
 
     __slots__ = ("_value",)
 
     def __init__(self, value: str | Secret) -> None:
-        if isinstance(value, Secret):
-            value = value.reveal()
-        if not isinstance(value, str):
-            raise TypeError("token must be a str")
-        if (
-            not value
-            or not value.isascii()
-            or not value.isprintable()
-            or value != value.strip()
-        ):
-            raise ValueError(
-                "token must be non-empty printable ASCII without surrounding spaces"
-            )
-        self._value = value
+        self._value = _secret_text("value", value)
 
     def reveal(self) -> str:
         """Return the secret value."""
@@ -118,6 +111,33 @@ class Secret:
         raise TypeError("a Secret cannot be pickled")
 
 
+def _secret_text(name: str, value: object) -> str:
+    """The text of a credential given as argument ``name`` (a ``str`` or a
+    :class:`Secret`); ``TypeError`` / ``ValueError`` naming ``name``."""
+    if isinstance(value, Secret):
+        return value.reveal()
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or Secret, not {type(value).__name__}")
+    if (
+        not value
+        or not value.isascii()
+        or not value.isprintable()
+        or value != value.strip()
+    ):
+        raise ValueError(
+            f"{name} must be non-empty printable ASCII without surrounding spaces"
+        )
+    return value
+
+
+def as_secret(name: str, value: object) -> Secret:
+    """``Secret(value)`` for a credential given as argument ``name`` (a
+    token), naming ``name`` in its ``TypeError`` / ``ValueError``."""
+    secret = Secret.__new__(Secret)
+    secret._value = _secret_text(name, value)
+    return secret
+
+
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """Return ``text`` with ``secrets`` (also a piece of one cut by a log's
     ``...`` elision), credential header values, bearer values and query
@@ -125,9 +145,13 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
 
     Linear in ``len(text)`` whatever it holds: plain string searches and
     scans forward, no backtracking pattern (a header line of 8 KiB, the most
-    ``websockets`` accepts, is redacted before authentication).
+    ``websockets`` accepts, is redacted before authentication).  Raises
+    ``TypeError`` when ``text`` is not a ``str`` or ``secrets`` is not a
+    collection of ``str``.
     """
-    for secret in secrets:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    for secret in check_strings("secrets", secrets):
         if secret:
             text = _redact_secret(text, secret)
     text = "".join(_redact_line(line) for line in text.splitlines(keepends=True))
@@ -255,12 +279,18 @@ class RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
     The message with its arguments and any traceback is rendered, passed
     through :func:`redact_text`, and logged as a plain string without
     ``exc_info``; a handler or formatter downstream never sees the raw
-    arguments.  Formatting happens only for enabled levels.
+    arguments.  Formatting happens only for enabled levels.  Raises
+    ``TypeError`` when ``logger`` is not a ``logging.Logger`` or ``secrets``
+    is not a collection of ``str``.
     """
 
     def __init__(self, logger: logging.Logger, secrets: Iterable[str] = ()) -> None:
+        if not isinstance(logger, logging.Logger):
+            raise TypeError(
+                f"logger must be a logging.Logger, not {type(logger).__name__}"
+            )
         super().__init__(logger, {})
-        self._secrets = tuple(s for s in secrets if s)
+        self._secrets = tuple(s for s in check_strings("secrets", secrets) if s)
 
     def __repr__(self) -> str:
         return f"RedactingLogger({self.logger.name!r})"

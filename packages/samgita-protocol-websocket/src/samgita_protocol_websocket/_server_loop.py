@@ -52,6 +52,7 @@ from typing import Any
 import samgita_protocol as core
 from websockets.exceptions import ConnectionClosed
 
+from ._checks import check_close
 from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger
 from ._textconn import WRITE_BUFFER_FULL, TextConnection
@@ -218,7 +219,13 @@ class AgentConnection:
         await self._enqueue(data)
 
     async def close(self, code: int = CloseCode.NORMAL, reason: str = "") -> None:
-        """Close the connection with ``code`` and ``reason`` (RFC 6455 section 7.4)."""
+        """Close the connection with ``code`` and ``reason`` (RFC 6455 section 7.4).
+
+        Raises ``TypeError`` / ``ValueError`` (nothing is closed) for a code
+        one may not send (a defined code or 3000-4999) or a reason that is
+        not a ``str`` of at most 123 UTF-8 bytes.
+        """
+        code, reason = check_close(code, reason)
         if self._close_reason is None:
             self._close_reason = self.close_reason or reason or None
         self._closed.set()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import ssl as ssl_module
 import time
@@ -38,6 +39,7 @@ from ._checks import (
     check_optional_seconds,
     check_seconds,
     check_ssl,
+    check_strings,
     check_write_buffer,
     pick_alias,
 )
@@ -54,7 +56,7 @@ from ._defaults import (
     DEFAULT_TICK,
     DEFAULT_WRITE_LIMIT,
 )
-from ._redact import RedactingLogger, Secret
+from ._redact import RedactingLogger, Secret, as_secret
 from ._textconn import TextClientConnection, bounded
 
 __all__ = ["Session", "connect"]
@@ -307,7 +309,17 @@ class Session:
         return taken
 
     async def next_notification(self, timeout: float | None = None) -> Any:
-        """Wait for the next notification (``TimeoutError`` after ``timeout`` seconds; ``EOFError`` once closed)."""
+        """Wait for the next notification (``TimeoutError`` after ``timeout`` seconds; ``EOFError`` once closed).
+
+        Raises ``TypeError`` when ``timeout`` is neither ``None`` nor a number
+        of seconds.
+        """
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+        ):
+            raise TypeError(
+                f"timeout must be a number of seconds or None, not {type(timeout).__name__}"
+            )
         async with asyncio.timeout(timeout):
             item = await self._notifications.get()
         if item is _CLOSED:
@@ -319,10 +331,16 @@ class Session:
     def ack(self, notification: Any) -> None:
         """Mark a sequenced notification processed (``Client.ack_cursor``); ephemeral ones are ignored.
 
-        Raises ``ProtocolError`` ``invalid_cursor`` for a cursor not delivered.
+        Raises ``ProtocolError`` ``invalid_cursor`` for a cursor not delivered,
+        ``TypeError`` when ``notification`` is not a core ``Notification``.
         """
-        stream_id = getattr(notification, "stream_id", None)
-        cursor = getattr(notification, "cursor", None)
+        if not isinstance(notification, core.Notification):
+            raise TypeError(
+                "notification must be a samgita_protocol.Notification, "
+                f"not {type(notification).__name__}"
+            )
+        stream_id = notification.stream_id
+        cursor = notification.cursor
         if isinstance(stream_id, str) and isinstance(cursor, int):
             self._client.ack_cursor(stream_id, cursor)
             self._progress.set()
@@ -346,10 +364,18 @@ class Session:
         and a later ``resume`` from the checkpoint continues.  Raises
         ``ProtocolError`` (``replay_gap`` when the Agent no longer retains the checkpoint; the
         stream-integrity codes ``cursor_gap``, ``replay_conflict`` and
-        ``foreign_stream`` after closing the connection with 1002).
+        ``foreign_stream`` after closing the connection with 1002);
+        ``TypeError`` when ``stream_id`` is not a ``str`` or ``cursor`` not an
+        ``int`` or ``None``.
         """
+        if not isinstance(stream_id, str):
+            raise TypeError(f"stream_id must be a str, not {type(stream_id).__name__}")
         if cursor is None:
             cursor = self._checkpoint(stream_id)
+        elif isinstance(cursor, bool) or not isinstance(cursor, int):
+            raise TypeError(
+                f"cursor must be an int or None, not {type(cursor).__name__}"
+            )
         total = 0
         while True:
             request = self._client.request(
@@ -661,6 +687,40 @@ class Session:
         self._notifications.put_nowait(_CLOSED)
 
 
+#: The core Client options connect(...) sets itself (from its own arguments).
+_SET_BY_CONNECT: Final = frozenset(
+    {
+        "capabilities",
+        "required_capabilities",
+        "host_id",
+        "checkpoints",
+        "max_message_bytes",
+    }
+)
+
+
+def _client_options(value: Any) -> dict[str, Any]:
+    """``client_options`` checked: a mapping of core ``Client`` keyword
+    arguments that connect(...) does not set itself (``TypeError`` naming
+    ``client_options`` and each other key)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            "client_options must be a mapping of core Client keyword arguments, "
+            f"not {type(value).__name__}"
+        )
+    options = dict(value)
+    known = inspect.signature(core.Client).parameters
+    other = sorted(repr(k) for k in options if k not in known or k in _SET_BY_CONNECT)
+    if other:
+        raise TypeError(
+            "client_options must hold only core Client keyword arguments that "
+            f"connect(...) does not set itself, not {', '.join(other)}"
+        )
+    return options
+
+
 class connect:  # noqa: N801 - used like a function: ``async with connect(...) as session``
     """Open a client session: ``async with connect(url, token=..., capabilities=[...]) as session``.
 
@@ -704,22 +764,9 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
             "allow_insecure_non_loopback", allow_insecure_non_loopback
         )
         self._url = check_url(url, allow_insecure_non_loopback=self._allow_insecure)
-        try:
-            self._token = Secret(token)
-        except TypeError:
-            raise TypeError("token must be a str") from None
-        except ValueError as exc:
-            raise ValueError(str(exc)) from None
-        if isinstance(capabilities, str) or not all(
-            isinstance(c, str) for c in capabilities
-        ):
-            raise TypeError("capabilities must be a collection of str")
-        self._capabilities = tuple(capabilities)
-        if isinstance(required_capabilities, str) or not all(
-            isinstance(c, str) for c in required_capabilities
-        ):
-            raise TypeError("required_capabilities must be a collection of str")
-        self._required = tuple(required_capabilities)
+        self._token = as_secret("token", token)
+        self._capabilities = check_strings("capabilities", capabilities)
+        self._required = check_strings("required_capabilities", required_capabilities)
         self._on_request = (
             None if on_request is None else check_callable("on_request", on_request)
         )
@@ -781,11 +828,7 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         )
         self._send_timeout = check_seconds("send_timeout", send_timeout)
         self._tick = check_seconds("tick", tick)
-        if client_options is not None and not isinstance(client_options, Mapping):
-            raise TypeError(
-                "client_options must be a mapping of core Client keyword arguments"
-            )
-        self._client_options = dict(client_options or {})
+        self._client_options = _client_options(client_options)
         if logger is not None and not isinstance(logger, logging.Logger):
             raise TypeError("logger must be a logging.Logger")
         self._logger = RedactingLogger(

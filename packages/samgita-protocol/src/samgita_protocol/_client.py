@@ -62,7 +62,7 @@ from samgita_protocol._hotpath import (
     typed_response,
 )
 from samgita_protocol._outbox import DUPLICATE, Outbox, Pending, limit_error
-from samgita_protocol._results import convert_params, decode_result
+from samgita_protocol._results import decode_result, params_of
 from samgita_protocol._schema import (
     CAPABILITY_GROUPS,
     METHODS,
@@ -74,6 +74,7 @@ from samgita_protocol._schema import (
     Request,
     Response,
     StreamResumeResult,
+    method_spec,
     response_to,
 )
 from samgita_protocol._streams import ClientStreams
@@ -84,7 +85,15 @@ from samgita_protocol._windows import (
     content_digest,
 )
 
-from ._options import Limits, check_id, check_limits, monotonic
+from ._options import (
+    Limits,
+    check_id,
+    check_limits,
+    envelope_types,
+    known_names,
+    monotonic,
+    wrong_type,
+)
 from ._state import (
     Activity,
     ConnectionState,
@@ -125,17 +134,7 @@ Outcome = Literal["applied", "not_applied"]
 
 
 def _groups(name: str, value: object) -> tuple[str, ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Collection):
-        raise TypeError(
-            f"expected {name} to be a collection of capability groups, got: {value!r}"
-        )
-    groups = tuple(value)
-    unknown = [g for g in groups if g not in _GROUPS]
-    if unknown:
-        raise ValueError(
-            f"expected {name} to name only defined capability groups "
-            f"({', '.join(sorted(_GROUPS))}), got: {unknown!r}"
-        )
+    groups = known_names(name, value, _GROUPS, "capability group")
     if len(set(groups)) != len(groups):
         raise ValueError(f"expected {name} without repeated groups, got: {groups!r}")
     return groups
@@ -224,12 +223,10 @@ class Client(Stateful):
                 "expected required_capabilities to be a subset of capabilities, "
                 f"got: {list(required)!r}"
             )
-        if isinstance(versions, (str, bytes)) or not isinstance(versions, Collection):
-            raise TypeError(
-                f"expected versions to be a collection of strings, got: {versions!r}"
-            )
-        version_list = tuple(versions)
-        if not version_list or any(v != SCHEMA_VERSION for v in version_list):
+        version_list = known_names(
+            "versions", versions, (SCHEMA_VERSION,), "schema version"
+        )
+        if not version_list:
             raise ValueError(
                 f"expected versions to list supported schema versions ([{SCHEMA_VERSION!r}]), "
                 f"got: {list(version_list)!r}"
@@ -376,7 +373,13 @@ class Client(Stateful):
     def uncertain_reason(self, request_id: str) -> str | None:
         """Why ``request_id`` is uncertain (``"disconnect"``, ``"timeout"``,
         ``"invalid_result"`` or ``"internal_error"``: a remote internal error
-        answered the mutation), or ``None`` when it is not."""
+        answered the mutation), or ``None`` when it is not.
+
+        Raises:
+            TypeError: ``request_id`` is not a string.
+        """
+        if not isinstance(request_id, str):
+            raise wrong_type("request_id", request_id, "a string")
         return self._outbox.uncertain_reasons.get(request_id)
 
     @property
@@ -389,16 +392,12 @@ class Client(Stateful):
     # -- requests --------------------------------------------------------------------
 
     def _sendable(self, method: str) -> Any:
-        spec = METHODS.get(method)
+        spec = METHODS.get(method) if isinstance(method, str) else None
         activity = _INITIALIZE_ACTIVITY if method == _INITIALIZE else _EXCHANGE
         if self._state is _DISCONNECTED:
             self._check(activity, method)  # disconnected before unknown_method
         if spec is None or spec.kind != "request":
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_METHOD,
-                "unknown request method",
-                data={"method": method},
-            )
+            spec = method_spec("method", method, "request")
         self._check(activity, method)
         if activity is _INITIALIZE_ACTIVITY:
             return spec
@@ -423,15 +422,9 @@ class Client(Stateful):
             filled.setdefault("capabilities", list(self._capabilities))
             if self._required:
                 filled.setdefault("required_capabilities", list(self._required))
-            converted = convert_params(_INITIALIZE, filled)
-        elif isinstance(params, InitializeParams):
-            converted = convert_params(_INITIALIZE, params)
+            converted = params_of(_INITIALIZE, filled, "params")
         else:
-            raise ProtocolError(
-                ErrorCode.INVALID_PARAMS,
-                "params must be a mapping or InitializeParams",
-                data={"method": _INITIALIZE},
-            )
+            converted = params_of(_INITIALIZE, params, "params")
         assert isinstance(converted, InitializeParams)
         offer = converted
         caps = list(offer.capabilities)
@@ -480,7 +473,12 @@ class Client(Stateful):
         deadline is ``now + request_timeout``.
 
         Raises:
-            ProtocolError: ``disconnected``, ``unknown_method``,
+            TypeError: ``method`` is not a string, ``params`` is neither
+                the method's params Struct nor a mapping, an id or ref is
+                not a string, or a custom ``id_generator`` returned a
+                non-string (the message names it).
+            ValueError: ``method`` is not a defined request method.
+            ProtocolError: ``disconnected``,
                 ``already_initialized``, ``not_initialized``, ``unsupported``
                 (group not negotiated, a server-only method, or an offer of an
                 undefined group), ``invalid_params`` (an offer requiring what
@@ -489,15 +487,17 @@ class Client(Stateful):
                 ``message_too_large``, and any validation code of the params
                 or envelope (``missing_command_id``, ``invalid_field``, ...);
                 all ``local``. Nothing is recorded.
-            TypeError, ValueError: a bad ``now`` or a custom ``id_generator``
-                returning a non-string.
+            TypeError, ValueError: a bad ``now``.
         """
         # A finite float (now - now is nan for inf and nan) needs no checks.
         moment = now if type(now) is float and now - now == 0.0 else monotonic(now)
         # The methods sendable now (only while ready), each with its send
         # shortcut's plan (see _lanes); anything else is refused or handled
         # by _sendable.
-        plan = self._lanes.get(method)
+        try:
+            plan = self._lanes.get(method)
+        except TypeError:  # unhashable: refused by _sendable
+            plan = None
         if plan is not None:
             mutation = plan.mutation
             # A params Struct is validated with the envelope by checked_wire
@@ -505,7 +505,7 @@ class Client(Stateful):
             converted: Any = (
                 params
                 if type(params) is plan.params_type
-                else convert_params(method, params)
+                else params_of(method, params, "params")
             )
         else:
             spec = self._sendable(method)
@@ -515,7 +515,7 @@ class Client(Stateful):
             elif type(params) is spec.params:
                 converted = params
             else:
-                converted = convert_params(method, params)
+                converted = params_of(method, params, "params")
         outbox = self._outbox
         request_id, counter = outbox.next_id(id, mutation)
         request = Request(
@@ -531,9 +531,19 @@ class Client(Stateful):
         # Validates the envelope (command_id presence, refs, id lengths) and
         # the size: a request that cannot be sent must never become pending.
         max_bytes = self._max_bytes
-        wire = None if plan is None else checked_wire(plan, request, max_bytes)
-        if wire is None:
-            wire = encode(request, max_message_bytes=max_bytes)
+        try:
+            wire = None if plan is None else checked_wire(plan, request, max_bytes)
+            if wire is None:
+                wire = encode(request, max_message_bytes=max_bytes)
+        except ProtocolError:
+            envelope_types(
+                correlation_id=correlation_id,
+                causation_id=causation_id,
+                command_id=command_id,
+                project_ref=project_ref,
+                task_ref=task_ref,
+            )
+            raise
         # -- no failure below this line --
         outbox.put(request, mutation, moment, counter, id is not None)
         self._wire.keep(request, wire)
@@ -558,19 +568,19 @@ class Client(Stateful):
         ``cursor`` are both given). Nothing is recorded.
 
         Raises:
+            TypeError: ``method`` is not a string, ``params`` is neither
+                the method's params Struct nor a mapping, or an envelope
+                keyword has the wrong type (the message names it).
+            ValueError: ``method`` is not a defined notification method.
             ProtocolError (local): ``disconnected``, ``not_initialized``,
-                ``unknown_method``, ``unsupported`` (group not negotiated),
+                ``unsupported`` (group not negotiated),
                 ``unpaired_stream_position``, ``message_too_large`` and any
                 validation code of the params or envelope.
         """
         self._check(_EXCHANGE, "a notification")
-        spec = METHODS.get(method)
+        spec = METHODS.get(method) if isinstance(method, str) else None
         if spec is None or spec.kind != "notification":
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_METHOD,
-                "unknown notification method",
-                data={"method": method},
-            )
+            spec = method_spec("method", method, "notification")
         if spec.group not in self._negotiated:
             raise ProtocolError(
                 ErrorCode.UNSUPPORTED,
@@ -582,7 +592,7 @@ class Client(Stateful):
             # A params Struct is validated with the envelope by encode below.
             params=params
             if type(params) is spec.params
-            else convert_params(method, params),
+            else params_of(method, params, "params"),
             stream_id=_UNSET if stream_id is None else stream_id,
             cursor=_UNSET if cursor is None else cursor,
             correlation_id=_UNSET if correlation_id is None else correlation_id,
@@ -590,7 +600,18 @@ class Client(Stateful):
             project_ref=_UNSET if project_ref is None else project_ref,
             task_ref=_UNSET if task_ref is None else task_ref,
         )
-        wire = send_wire(notification, self._limits.max_message_bytes)
+        try:
+            wire = send_wire(notification, self._limits.max_message_bytes)
+        except ProtocolError:
+            envelope_types(
+                stream_id=stream_id,
+                cursor=cursor,
+                correlation_id=correlation_id,
+                causation_id=causation_id,
+                project_ref=project_ref,
+                task_ref=task_ref,
+            )
+            raise
         self._wire.keep(notification, wire)
         return notification
 
@@ -622,6 +643,8 @@ class Client(Stateful):
                 ``unsupported`` (a notification), ``replay_conflict`` and
                 ``cursor_gap`` (all ``peer``); ``limit_exceeded`` (local: the
                 stream buffer is full). Nothing changed.
+            TypeError: ``data`` is none of bytes, bytearray, memoryview, str
+                or a message (nothing changed).
             TypeError, ValueError: ``now`` is not an aware datetime.
         """
         clock = None if now is None else wall_clock(now)
@@ -702,8 +725,8 @@ class Client(Stateful):
             wire = None
             message = given_message(data, max_bytes)
         else:
-            raise TypeError(
-                f"expected bytes, str or a Message, got: {type(data).__name__}"
+            raise wrong_type(
+                "data", data, "bytes, bytearray, memoryview, str or a Message"
             )
         if type(message) is Notification:
             # The common case inline: an ephemeral notification of a
@@ -876,10 +899,9 @@ class Client(Stateful):
 
     def _pending_incoming(self, request: object) -> Request:
         self._check(_TRAFFIC, "a reply")
-        if (
-            not isinstance(request, Request)
-            or self._incoming.get(request.id) != request
-        ):
+        if not isinstance(request, Request):
+            raise wrong_type("request", request, "a Request")
+        if self._incoming.get(request.id) != request:
             raise ProtocolError(
                 ErrorCode.UNKNOWN_REQUEST, "not a pending incoming request"
             )
@@ -902,6 +924,8 @@ class Client(Stateful):
                 ``approval_mismatch``, ``approval_expired`` (approving at or
                 after the deadline; denying is always allowed),
                 ``message_too_large``.
+            TypeError: ``request`` is not a `Request`, or ``result`` is
+                neither the result Struct nor a mapping.
             TypeError, ValueError: ``now`` is not an aware datetime.
         """
         clock = wall_clock(now)
@@ -920,10 +944,11 @@ class Client(Stateful):
         Raises:
             ProtocolError (local): ``disconnected``, ``unknown_request``,
                 ``message_too_large``.
-            TypeError: ``error`` is not a :class:`ProtocolError`.
+            TypeError: ``request`` is not a `Request` or ``error`` not a
+                :class:`ProtocolError`.
         """
         if not isinstance(error, ProtocolError):
-            raise TypeError(f"expected error to be a ProtocolError, got: {error!r}")
+            raise wrong_type("error", error, "a ProtocolError")
         pending = self._pending_incoming(request)
         response = response_to(pending, error=error.to_wire())
         wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
@@ -1027,8 +1052,11 @@ class Client(Stateful):
 
         Raises:
             ProtocolError: ``unknown_uncertain`` (local).
+            TypeError: ``request_id`` or ``outcome`` is not a string.
             ValueError: ``outcome`` is neither ``"applied"`` nor ``"not_applied"``.
         """
+        if not isinstance(outcome, str):
+            raise wrong_type("outcome", outcome, "'applied' or 'not_applied'")
         if outcome not in ("applied", "not_applied"):
             raise ValueError(
                 f"expected outcome to be 'applied' or 'not_applied', got: {outcome!r}"
@@ -1052,6 +1080,8 @@ class Client(Stateful):
         Raises:
             ProtocolError: ``uncorrelated_replay`` (local), ``replay_conflict``
                 and ``cursor_gap`` (peer), ``limit_exceeded`` (local).
+            TypeError: ``response_or_result`` is neither a `Response` nor a
+                `StreamResumeResult`.
         """
         result: object = response_or_result
         if isinstance(result, Response):
@@ -1061,8 +1091,12 @@ class Client(Stateful):
                     if result.result is _UNSET
                     else decode_result("stream/resume", result.result)
                 )
-            except ProtocolError:
+            except (ProtocolError, TypeError):
                 result = None  # not a page at all
+        elif not isinstance(result, StreamResumeResult):
+            raise wrong_type(
+                "response_or_result", result, "a Response or a StreamResumeResult"
+            )
         if not isinstance(result, StreamResumeResult):
             raise ProtocolError(
                 ErrorCode.UNCORRELATED_REPLAY,
@@ -1095,7 +1129,7 @@ class Client(Stateful):
         Raises:
             ProtocolError: ``invalid_cursor`` (local): an unknown stream, or a
                 cursor that was not delivered.
-            TypeError: ``cursor`` is not an int.
+            TypeError: ``stream_id`` is not a string or ``cursor`` not an int.
         """
         self._streams.ack(stream_id, cursor)
 
@@ -1108,6 +1142,7 @@ class Client(Stateful):
         Raises:
             ProtocolError: ``unacknowledged_events`` (local) while any of its
                 events is buffered, or delivered but not acknowledged.
+            TypeError: ``stream_id`` is not a string.
         """
         self._streams.forget(stream_id)
 

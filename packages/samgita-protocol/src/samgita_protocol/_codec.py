@@ -77,7 +77,7 @@ from ._jsonscan import (
     error,
     find_duplicate_key,
 )
-from ._options import DEFAULT_MAX_MESSAGE_BYTES
+from ._options import DEFAULT_MAX_MESSAGE_BYTES, positive_int, wrong_type
 from ._results import json_problem
 from ._schema import METHODS, Message, Notification, Request, Response
 from ._validate import (
@@ -112,14 +112,8 @@ _DECODE_FAILURES: Final = (ValueError, RecursionError)
 def _check_bound(max_message_bytes: int) -> None:
     # A programming error, not bad input: TypeError for the wrong type,
     # ValueError for a wrong value (the convention of every option).
-    if type(max_message_bytes) is not int:
-        raise TypeError(
-            f"max_message_bytes must be a positive int, got {max_message_bytes!r}"
-        )
-    if max_message_bytes < 1:
-        raise ValueError(
-            f"max_message_bytes must be a positive int, got {max_message_bytes!r}"
-        )
+    if type(max_message_bytes) is not int or max_message_bytes < 1:
+        positive_int("max_message_bytes", max_message_bytes)
 
 
 def _too_large(size: int, limit: int, origin: str) -> ProtocolError:
@@ -153,11 +147,10 @@ def decode(
             ``task_ref_without_project_ref``, ``unpaired_stream_position`` or
             ``invalid_response``; ``data.path`` is the JSON pointer of the
             offending field (a ``str`` or ``bytearray``/``memoryview`` over
-            the bound is refused before it is encoded or copied). Origin
-            ``local`` with ``invalid_message`` when ``data`` is not bytes,
-            bytearray, memoryview or str.
-        TypeError, ValueError: ``max_message_bytes`` is not an int, or not
-            positive.
+            the bound is refused before it is encoded or copied).
+        TypeError: ``data`` is not bytes, bytearray, memoryview or str, or
+            ``max_message_bytes`` is not an int (the message names it).
+        ValueError: ``max_message_bytes`` is not positive.
     """
     # The common case in one test: bytes within a valid bound.
     if (
@@ -192,11 +185,7 @@ def decode(
             raise _too_large(size, max_message_bytes, "peer")
         wire = bytes(data)
     else:
-        raise ProtocolError(
-            ErrorCode.INVALID_MESSAGE,
-            f"expected bytes or str, got {type(data).__name__}",
-            origin="local",
-        )
+        raise wrong_type("data", data, "bytes, bytearray, memoryview or str")
     if len(wire) > max_message_bytes:
         raise _too_large(len(wire), max_message_bytes, "peer")
     return decode_checked(wire)
@@ -477,16 +466,12 @@ def encode_unchecked(message: object) -> bytes:
     """The JSON bytes of a message object, without validating its content.
 
     Raises:
-        ProtocolError: origin ``local``: ``invalid_message`` when ``message``
-            is not a Request, Response or Notification; ``invalid_utf8``,
-            ``depth_exceeded`` or ``invalid_field`` when msgspec cannot encode
-            a value in it.
+        TypeError: ``message`` is not a Request, Response or Notification.
+        ProtocolError: origin ``local``: ``invalid_utf8``, ``depth_exceeded``
+            or ``invalid_field`` when msgspec cannot encode a value in it.
     """
     if type(message) not in _MESSAGE_TYPES:
-        raise ProtocolError(
-            ErrorCode.INVALID_MESSAGE,
-            f"expected a Request, Response or Notification, got {type(message).__name__}",
-        )
+        raise wrong_type("message", message, "a Request, Response or Notification")
     try:
         return ENCODER.encode(message)
     except UnicodeEncodeError:
@@ -517,17 +502,17 @@ def encode(
     checked against its method only by ``decode_result``).
 
     Raises:
-        ProtocolError: origin ``local``: ``invalid_message`` when
-            ``message`` is not a Request, Response or Notification;
-            ``message_too_large`` (``data.bytes``, ``data.max``) when the
+        TypeError: ``message`` is not a Request, Response or Notification,
+            or ``max_message_bytes`` is not an int (the message names it).
+        ValueError: ``max_message_bytes`` is not positive.
+        ProtocolError: origin ``local``: ``message_too_large``
+            (``data.bytes``, ``data.max``) when the
             encoding exceeds ``max_message_bytes``; ``invalid_utf8``,
             ``depth_exceeded``, ``invalid_field`` for a value msgspec cannot
             encode; ``invalid_key`` for a non-string key and
             ``invalid_field`` for a value JSON cannot carry as it is (a
             tuple, set, bytes, NaN, ...) inside a free-form object;
             otherwise the code ``decode`` gives for the bytes.
-        TypeError, ValueError: ``max_message_bytes`` is not an int, or not
-            positive.
     """
     _check_bound(max_message_bytes)
     wire = encode_unchecked(message)
@@ -573,9 +558,9 @@ def validate(message: Message) -> Message:
     change) except the size bound, and returns it unchanged.
 
     Raises:
+        TypeError: ``message`` is not a Request, Response or Notification.
         ProtocolError: with origin ``local`` and the code ``encode`` would
-            give (``invalid_message`` when it is not a Request, Response or
-            Notification).
+            give.
     """
     encode(message, max_message_bytes=sys.maxsize)
     return message

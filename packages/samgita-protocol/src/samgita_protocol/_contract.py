@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._results import decode_result
+from samgita_protocol._results import result_of
 from samgita_protocol._schema import (
     InitializeParams,
     InitializeResult,
@@ -329,9 +329,11 @@ def validate_result(
     Raises:
         ProtocolError: ``invalid_result`` for a schema violation, and the
             codes of :func:`check_result`, all with the given ``origin``.
+        TypeError: ``result`` is neither ``msgspec.Raw``, a Struct nor a
+            mapping.
     """
     try:
-        decoded = decode_result(request.method, result)
+        decoded = result_of(request.method, result, "result")
     except ProtocolError as exc:
         raise exc.with_origin(origin) from None
     check_result(request, decoded, now=now, origin=origin)

@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeAlias
 from msgspec import UNSET
 
 from ._error_codes import ErrorCode
+from ._options import wrong_type
 from ._schema import ErrorObject
 
 __all__ = ["ErrorCode", "Origin", "ProtocolError"]
@@ -31,10 +32,10 @@ class ProtocolError(Exception):
     message, data and origin are equal.
 
     Raises:
+        TypeError: ``code``, ``message`` or ``origin`` is not a ``str``, or
+            ``data`` is not a ``dict`` or ``None`` (the message names it).
         ValueError: ``code`` is not a defined :class:`ErrorCode` value or
-            ``origin`` is not one of the three origins (a programming error).
-        TypeError: ``message`` is not a ``str`` or ``data`` is not a ``dict``
-            or ``None``.
+            ``origin`` is not one of the three origins.
     """
 
     __slots__ = ("code", "data", "message", "origin")
@@ -52,14 +53,23 @@ class ProtocolError(Exception):
         data: dict[str, Any] | None = None,
         origin: Origin = "local",
     ) -> None:
-        code = ErrorCode(code)
-        if not isinstance(message, str):
-            raise TypeError("message must be a str")
-        if data is not None and not isinstance(data, dict):
-            raise TypeError("data must be a dict or None")
-        if origin not in _ORIGINS:
+        try:
+            code = ErrorCode(code)
+        except ValueError:
+            if not isinstance(code, str):
+                raise wrong_type("code", code, "an ErrorCode") from None
             raise ValueError(
-                f"origin must be 'local', 'peer' or 'remote', got {origin!r}"
+                f"expected code to be a defined ErrorCode value, got: {code!r}"
+            ) from None
+        if not isinstance(message, str):
+            raise wrong_type("message", message, "a string")
+        if data is not None and not isinstance(data, dict):
+            raise wrong_type("data", data, "a dict or None")
+        if type(origin) is not str or origin not in _ORIGINS:
+            if not isinstance(origin, str):
+                raise wrong_type("origin", origin, "'local', 'peer' or 'remote'")
+            raise ValueError(
+                f"expected origin to be 'local', 'peer' or 'remote', got: {origin!r}"
             )
         super().__init__(code, message)
         self.code = code
@@ -96,7 +106,8 @@ class ProtocolError(Exception):
         """A copy of this error with another ``origin``.
 
         Raises:
-            ValueError: ``origin`` is not ``"local"``, ``"peer"`` or ``"remote"``.
+            TypeError, ValueError: ``origin`` is not ``"local"``, ``"peer"``
+                or ``"remote"``.
         """
         return ProtocolError(self.code, self.message, data=self.data, origin=origin)
 
@@ -111,9 +122,12 @@ class ProtocolError(Exception):
         """The error a peer sent in a response's ``error`` object.
 
         Raises:
+            TypeError: ``obj`` is not an `ErrorObject`.
             ValueError: ``obj.code`` is not a defined code (an ``ErrorObject``
                 that came out of ``decode`` always has a defined one).
         """
+        if not isinstance(obj, ErrorObject):
+            raise wrong_type("obj", obj, "an ErrorObject")
         data = None if obj.data is UNSET else obj.data
         return cls(obj.code, obj.message, data=data, origin=origin)
 

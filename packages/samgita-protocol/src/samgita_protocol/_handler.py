@@ -202,10 +202,13 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
         (see `Handler`).
 
         Raises:
-            ProtocolError: ``unknown_method`` (not a notification method),
-                ``unsupported`` (its group was not negotiated), a params or
-                envelope schema code (``invalid_field``, ``unknown_field``,
-                ``unpaired_stream_position``, ...), ``message_too_large``.
+            TypeError, ValueError: a wrong argument, as `Server.notify`
+                (``ValueError`` for a method that is not a notification
+                method).
+            ProtocolError: ``unsupported`` (its group was not negotiated), a
+                params or envelope schema code (``invalid_field``,
+                ``unknown_field``, ``unpaired_stream_position``, ...),
+                ``message_too_large``.
             RuntimeError: the callback this context was made for has
                 already returned.
         """
@@ -254,7 +257,7 @@ class NotificationContext:
         """Queue a notification to be returned by this `Server.receive` call.
 
         Raises:
-            ProtocolError: as `RequestContext.notify`.
+            TypeError, ValueError, ProtocolError: as `RequestContext.notify`.
             RuntimeError: the callback has already returned.
         """
         return self._emit(

@@ -21,9 +21,9 @@ from msgspec import UNSET
 
 from ._codec import FAST, Fast, encode, typed_envelope
 from ._contract import RULES, Origin
-from ._errors import ErrorCode, ProtocolError
+from ._errors import ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
-from ._options import DEFAULT_MAX_MESSAGE_BYTES
+from ._options import DEFAULT_MAX_MESSAGE_BYTES, wrong_type
 from ._results import decode_result
 from ._schema import (
     METHODS,
@@ -31,6 +31,7 @@ from ._schema import (
     Request,
     Response,
     StreamResumeResult,
+    method_spec,
     response_to,
 )
 from ._validate import (
@@ -325,12 +326,17 @@ def encode_response(
     Raises:
         ProtocolError: origin ``local``: the codes of ``encode``;
             ``invalid_result`` (``data.reason``, ``data.path``) for a result
-            its method's schema refuses; ``unknown_method`` when ``method``
-            is not a request method.
-        TypeError, ValueError: ``max_message_bytes`` is not an int, or not
-            positive.
+            its method's schema refuses.
+        TypeError: ``response`` is not a `Response`, ``method`` is not a
+            string or ``max_message_bytes`` is not an int (the message
+            names it).
+        ValueError: ``method`` is not a defined request method, or
+            ``max_message_bytes`` is not positive.
     """
-    plan = RESULT_PLANS.get(method)
+    try:
+        plan = RESULT_PLANS.get(method)
+    except TypeError:  # unhashable: refused by method_spec below
+        plan = None
     if plan is not None and type(response) is Response:
         checked = checked_response(plan, response)
         if (
@@ -339,11 +345,9 @@ def encode_response(
             and 0 < len(checked[0]) <= max_message_bytes
         ):
             return checked[0]
-    spec = METHODS.get(method)
-    if spec is None or spec.result is None:
-        raise ProtocolError(
-            ErrorCode.UNKNOWN_METHOD, "not a request method", data={"method": method}
-        )
+    method_spec("method", method, "request")
+    if type(response) is not Response:
+        raise wrong_type("response", response, "a Response")
     wire = encode(response, max_message_bytes=max_message_bytes)
     if response.result is not UNSET:
         try:

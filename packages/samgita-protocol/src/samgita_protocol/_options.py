@@ -1,15 +1,21 @@
-"""Connection bounds and their validation (private).
+"""Connection bounds, and the checks of wrong Python values (private).
 
 Every bound of ``docs/protocol.md`` section 9 is a keyword option with a
 named default. Options are checked once, at construction; a bad value raises
 ``TypeError`` (wrong type) or ``ValueError`` (wrong value) naming the option.
+
+The same policy covers every argument of the public API (``docs/protocol.md``
+section 7, "Wrong Python values"): :func:`wrong_type` is the one place that
+words a ``TypeError`` naming an argument, :func:`known_name` and
+:func:`known_names` the one place that refuses a name missing from a table
+(a capability group, a method) with a ``ValueError`` listing the known ones.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
@@ -27,9 +33,13 @@ __all__ = [
     "check_id",
     "check_limits",
     "check_timeout",
+    "envelope_types",
     "is_id",
+    "known_name",
+    "known_names",
     "monotonic",
     "positive_int",
+    "wrong_type",
 ]
 
 #: Requests handed out and not yet answered: enough for a pipelining client,
@@ -82,7 +92,7 @@ def positive_int(name: str, value: object) -> int:
     """``value`` if it is a positive ``int`` (not a ``bool``); else ``TypeError``
     (wrong type) or ``ValueError`` naming the option ``name``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected {name} to be a positive integer, got: {value!r}")
+        raise wrong_type(name, value, "a positive integer")
     if value <= 0:
         raise ValueError(f"expected {name} to be a positive integer, got: {value!r}")
     return value
@@ -143,7 +153,7 @@ def check_id(name: str, value: object, *, optional: bool = True) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise TypeError(f"expected {name} to be a string, got: {value!r}")
+        raise wrong_type(name, value, "a string")
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError:
@@ -178,3 +188,70 @@ def monotonic(now: object) -> float:
     if not math.isfinite(now):
         raise ValueError(f"expected now to be a finite number of seconds, got: {now!r}")
     return float(now)
+
+
+# -- wrong Python values (docs/protocol.md section 7) ---------------------------------
+
+#: How much of a wrong value an error message shows.
+_SHOWN_CHARS: Final = 80
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
+
+
+def wrong_type(name: str, value: object, expected: str) -> TypeError:
+    """The ``TypeError`` for argument ``name`` holding ``value``, which is not
+    ``expected`` (a phrase: ``"a string"``, ``"a Request"``)."""
+    return TypeError(f"expected {name} to be {expected}, got: {_shown(value)}")
+
+
+def known_name(name: str, value: object, known: Collection[str], what: str) -> str:
+    """``value`` if it is one of the names ``known`` (a table's keys, each a
+    ``what``): a ``TypeError`` when it is not a ``str``, a ``ValueError``
+    naming ``name``, ``value`` and every known name otherwise."""
+    if not isinstance(value, str):
+        raise wrong_type(name, value, f"a {what} (a string)")
+    if value not in known:
+        raise ValueError(
+            f"expected {name} to be a defined {what} ({', '.join(sorted(known))}), "
+            f"got: {_shown(value)}"
+        )
+    return value
+
+
+def known_names(
+    name: str, value: object, known: Collection[str], what: str
+) -> tuple[str, ...]:
+    """The names of ``value``, an iterable (not a ``str`` or ``bytes``) of
+    names ``known`` (each a ``what``), in order: ``TypeError`` or
+    ``ValueError`` naming ``name`` as :func:`known_name`."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise wrong_type(name, value, f"a collection of {what}s")
+    names = tuple(value)
+    for item in names:
+        if not isinstance(item, str):
+            raise wrong_type(name, value, f"a collection of {what}s (strings)")
+        if item not in known:
+            raise ValueError(
+                f"expected {name} to name only defined {what}s "
+                f"({', '.join(sorted(known))}), got: {_shown(item)}"
+            )
+    return names
+
+
+def envelope_types(**fields: object) -> None:
+    """A ``TypeError`` naming the first of the envelope keywords a caller gave
+    to build a message (``Client.request``, ``Server.notify``, ...) that has
+    the wrong type: ``cursor`` must be an ``int``, every id and ref a ``str``
+    (``None`` means absent). Called only once building the message failed,
+    so a wrong type is named before the schema's code for it."""
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if name == "cursor":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise wrong_type(name, value, "an int or None")
+        elif not isinstance(value, str):
+            raise wrong_type(name, value, "a string or None")

@@ -23,6 +23,7 @@ import msgspec
 
 from samgita_protocol._contract import check_echo, validate_result
 from samgita_protocol._errors import ErrorCode, ProtocolError
+from samgita_protocol._options import wrong_type
 from samgita_protocol._schema import Request, Response
 from samgita_protocol._windows import ContentKey, RecentIds, content_key, same_content
 
@@ -150,7 +151,8 @@ class Outbox:
         when in use.
 
         Raises:
-            TypeError: a custom generator returned a non-string.
+            TypeError: ``explicit`` (the caller's ``id``) is not a string, or
+                a custom generator returned a non-string.
             ProtocolError: ``conflict`` (an explicit or generated id that is
                 pending, windowed or uncertain), ``limit_exceeded``
                 (``max_outstanding_requests``; ``max_uncertain_commands``,
@@ -167,6 +169,8 @@ class Outbox:
                     request_id = self._id_prefix + str(counter)
         else:
             if explicit is not None:
+                if not isinstance(explicit, str):
+                    raise wrong_type("id", explicit, "a string or None")
                 request_id = explicit
             else:
                 assert self._id_generator is not None
@@ -353,8 +357,11 @@ class Outbox:
         """Clears an uncertain command.
 
         Raises:
+            TypeError: ``request_id`` is not a string.
             ProtocolError: ``unknown_uncertain``.
         """
+        if not isinstance(request_id, str):
+            raise wrong_type("request_id", request_id, "a string")
         if request_id not in self.uncertain:
             raise ProtocolError(
                 ErrorCode.UNKNOWN_UNCERTAIN,

@@ -14,7 +14,7 @@ from typing import Any
 
 from ._errors import ErrorCode, ProtocolError
 from ._jsonscan import MAX_DEPTH, checked_json
-from ._options import positive_int
+from ._options import positive_int, wrong_type
 
 __all__ = ["load_json"]
 
@@ -45,11 +45,12 @@ def load_json(
             ``invalid_utf8`` (bytes that are not UTF-8, or a ``\\u`` escape
             that is an unpaired UTF-16 surrogate), ``invalid_json`` (not
             exactly one JSON value) or ``duplicate_key`` (``data.path``, the
-            JSON pointer of the repeated key). Origin ``"local"`` with
-            ``invalid_message`` when ``data`` is not ``bytes``, ``bytearray``
-            or ``memoryview`` (a ``str`` included: encode it first).
-        TypeError, ValueError: ``max_bytes`` or ``max_depth`` is not an
-            ``int``, or not positive.
+            JSON pointer of the repeated key).
+        TypeError: ``data`` is not ``bytes``, ``bytearray`` or
+            ``memoryview`` (a ``str`` included: encode it first), or
+            ``max_bytes`` or ``max_depth`` is not an ``int`` (the message
+            names it).
+        ValueError: ``max_bytes`` or ``max_depth`` is not positive.
     """
     # one test on the common path; positive_int names what is wrong
     if (
@@ -62,10 +63,8 @@ def load_json(
         positive_int("max_depth", max_depth)
     if type(data) is not bytes:
         if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise ProtocolError(
-                ErrorCode.INVALID_MESSAGE,
-                f"expected bytes, bytearray or memoryview, got {type(data).__name__}",
-                origin="local",
+            raise wrong_type(
+                "data", data, "bytes, bytearray or memoryview (encode a str first)"
             )
         size = data.nbytes if isinstance(data, memoryview) else len(data)
         if size > max_bytes:

@@ -17,7 +17,7 @@ from msgspec import UNSET
 from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
 from ._hotpath import SEND_PLANS, WireCache, checked_wire
-from ._options import DEFAULT_MAX_MESSAGE_BYTES, positive_int
+from ._options import DEFAULT_MAX_MESSAGE_BYTES, check_id, positive_int, wrong_type
 from ._schema import Notification, StreamResumeResult
 
 __all__ = ["PAGE_OVERHEAD", "PAGE_SIZE", "Replay"]
@@ -41,21 +41,6 @@ DEFAULT_MAX_EVENTS: Final = 1024
 
 #: Default retained encoded bytes (8 MiB): eight maximal messages.
 DEFAULT_MAX_BYTES: Final = 8 * 1024 * 1024
-
-
-def _stream_id(value: object) -> str:
-    # The wire's id type: a UTF-8 string of 1 to 256 bytes.
-    if not isinstance(value, str):
-        raise TypeError(f"expected stream_id to be a string, got: {value!r}")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        size = 0
-    if not 1 <= size <= 256:
-        raise ValueError(
-            f"expected stream_id to be a UTF-8 string of 1 to 256 bytes, got: {value!r}"
-        )
-    return value
 
 
 class Replay:
@@ -106,7 +91,9 @@ class Replay:
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
-        self._stream_id = _stream_id(stream_id)
+        checked = check_id("stream_id", stream_id, optional=False)
+        assert checked is not None  # required: never None
+        self._stream_id = checked
         self._max_events = positive_int("max_events", max_events)
         self._max_bytes = positive_int("max_bytes", max_bytes)
         self._max_message_bytes = positive_int("max_message_bytes", max_message_bytes)
@@ -176,8 +163,8 @@ class Replay:
         until both bounds hold. On error the log is unchanged.
 
         Raises:
-            ProtocolError: ``invalid_message`` (not a :class:`Notification`),
-                ``unpaired_stream_position`` (only one of ``stream_id`` and
+            TypeError: ``notification`` is not a :class:`Notification`.
+            ProtocolError: ``unpaired_stream_position`` (only one of ``stream_id`` and
                 ``cursor``), ``foreign_stream`` (another stream),
                 ``cursor_gap`` (not the next cursor), ``limit_exceeded``
                 (the event alone is larger than ``max_bytes``, or a page of
@@ -197,12 +184,10 @@ class Replay:
         here): send those, nothing is kept for :meth:`encode`.
 
         Raises:
-            ProtocolError: as :meth:`append`; the log is unchanged.
+            TypeError, ProtocolError: as :meth:`append`; the log is unchanged.
         """
-        if not isinstance(notification, Notification):
-            raise ProtocolError(
-                ErrorCode.INVALID_MESSAGE, "only notifications can be replayed"
-            )
+        if type(notification) is not Notification:  # encode's rule: no subclass
+            raise wrong_type("notification", notification, "a Notification")
         next_cursor = self._last + 1
         stream_id = notification.stream_id
         cursor = notification.cursor
@@ -269,6 +254,7 @@ class Replay:
         over 64 KiB; each handed out once). Any other notification is ``samgita_protocol.encode(notification)``.
 
         Raises:
+            TypeError: ``notification`` is not a :class:`Notification`.
             ProtocolError: origin ``local``, the codes of
                 ``samgita_protocol.encode`` (only for a notification this log
                 did not just append).
@@ -276,6 +262,8 @@ class Replay:
         wire = self._wire.take(notification)
         if wire is not None:
             return wire
+        if type(notification) is not Notification:
+            raise wrong_type("notification", notification, "a Notification")
         return encode(notification)
 
     def _evict(self) -> None:
@@ -323,7 +311,7 @@ class Replay:
         if max_bytes is None:
             budget = self._max_message_bytes
         elif isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
-            raise TypeError(f"expected max_bytes to be an int, got: {max_bytes!r}")
+            raise wrong_type("max_bytes", max_bytes, "an int")
         else:
             budget = max_bytes
         upto = self._check(cursor)
@@ -369,7 +357,7 @@ class Replay:
     def _check(self, cursor: int) -> int:
         # The last cursor of the page from `cursor`, after the error checks.
         if isinstance(cursor, bool) or not isinstance(cursor, int):
-            raise TypeError(f"expected cursor to be an int, got: {cursor!r}")
+            raise wrong_type("cursor", cursor, "an int")
         last = self._last
         if cursor < 0 or cursor > last:
             raise ProtocolError(

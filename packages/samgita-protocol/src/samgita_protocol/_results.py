@@ -20,7 +20,14 @@ from ._jsonscan import (
     pointer_segment,
     short_path,
 )
-from ._schema import METHODS, MethodSpec, Notification, StreamResumeResult
+from ._options import known_name, wrong_type
+from ._schema import (
+    METHODS,
+    MethodSpec,
+    Notification,
+    StreamResumeResult,
+    method_spec,
+)
 from ._validate import (
     ENCODER,
     PARAMS_DECODERS,
@@ -60,24 +67,29 @@ def convert_params(
     mapping of wire field names (as JSON would carry them).
 
     Raises:
-        ProtocolError: ``unknown_method`` for an undefined method;
-            ``invalid_params`` when ``value`` is neither a mapping nor the
-            method's params Struct; ``unknown_field``, ``missing_field``,
+        TypeError: ``method`` is not a string, or ``value`` is neither a
+            mapping nor the method's params Struct (the message names it).
+        ValueError: ``method`` is not a defined method.
+        ProtocolError: ``unknown_field``, ``missing_field``,
             ``invalid_field``, ``invalid_utf8``, ``depth_exceeded``,
             ``task_ref_without_project_ref`` for content that violates the
             schema (``data.path`` names the field, rooted at ``/params``).
             Origin ``local``.
     """
-    spec = METHODS.get(method)
+    return params_of(method, value, "value")
+
+
+def params_of(method: str, value: object, name: str) -> msgspec.Struct:
+    """:func:`convert_params`, naming the argument that held ``value`` (the
+    ``params`` of ``Client.request`` and the like) in its ``TypeError``."""
+    spec = METHODS.get(method) if isinstance(method, str) else None
     if spec is None:
-        raise ProtocolError(
-            ErrorCode.UNKNOWN_METHOD, "unknown method", data={"method": method}
-        )
+        spec = METHODS[known_name("method", method, METHODS, "method")]
     if not isinstance(value, (spec.params, Mapping)):
-        raise ProtocolError(
-            ErrorCode.INVALID_PARAMS,
-            f"params of {method} must be a {spec.params.__name__} or a mapping",
-            data={"path": "/params"},
+        raise wrong_type(
+            name,
+            value,
+            f"the params of {spec.name}: {spec.params.__name__} or a mapping",
         )
     if isinstance(value, Mapping) and not isinstance(value, dict):
         value = dict(value)
@@ -106,21 +118,33 @@ def decode_result(
             violates the method's result schema; ``data.reason`` holds the
             underlying code (``unknown_field``, ``missing_field``,
             ``invalid_field``, ``duplicate_key``, ...) and ``data.path`` the
-            JSON pointer. ``unknown_method`` (origin ``local``) when ``method``
-            is not a request method.
+            JSON pointer.
+        TypeError: ``method`` is not a string, or ``raw`` is neither
+            ``msgspec.Raw``, a Struct nor a mapping (the message names it).
+        ValueError: ``method`` is not a defined request method.
     """
-    spec = METHODS.get(method)
+    return result_of(method, raw, "raw")
+
+
+def result_of(method: str, raw: object, name: str) -> Any:
+    """:func:`decode_result`, naming the argument that held ``raw`` (the
+    ``result`` of ``Client.reply``) in its ``TypeError``."""
+    spec = METHODS.get(method) if isinstance(method, str) else None
     if spec is None or spec.result is None:
-        raise ProtocolError(
-            ErrorCode.UNKNOWN_METHOD, "not a request method", data={"method": method}
-        )
+        spec = method_spec("method", method, "request")
     try:
         if isinstance(raw, msgspec.Raw):
             data = bytes(raw)
-        else:
+        elif isinstance(raw, (msgspec.Struct, Mapping)):
             if isinstance(raw, Mapping) and not isinstance(raw, dict):
                 raw = dict(raw)
             data = _as_json(raw, ErrorCode.INVALID_FIELD, "result")
+        else:
+            raise wrong_type(
+                name,
+                raw,
+                f"the result of {spec.name}: a Struct, a mapping or msgspec.Raw",
+            )
         result = _decode_result_bytes(spec, data)
         if not isinstance(raw, msgspec.Raw) and result != raw:
             problem = json_problem(raw, "/result")

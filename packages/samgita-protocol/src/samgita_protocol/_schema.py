@@ -26,7 +26,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ._error_codes import ErrorCode
-from ._options import MAX_ID_BYTES
+from ._options import MAX_ID_BYTES, known_name, wrong_type
 
 __all__ = [
     "CAPABILITY_GROUPS",
@@ -79,6 +79,7 @@ __all__ = [
     "TurnStartedParams",
     "TurnSteerParams",
     "TurnSteerResult",
+    "method_spec",
     "request_methods",
     "response_to",
 ]
@@ -831,29 +832,61 @@ def response_to(
     ``task_ref`` echoed exactly (what the peer checks: otherwise
     ``mismatched_response``), with ``result`` (the method's result Struct)
     or ``error`` (an ``ErrorObject``, e.g. ``ProtocolError.to_wire()``).
-    Nothing is validated here: ``encode`` (or ``encode_response``, which
-    also checks the result against the method) refuses a response with
-    both or neither. Raises nothing."""
-    return Response(
-        id=request.id,
-        correlation_id=request.correlation_id,
-        command_id=request.command_id,
-        causation_id=request.causation_id,
-        project_ref=request.project_ref,
-        task_ref=request.task_ref,
-        result=result,
-        error=error,
-    )
+    Nothing else is validated here: ``encode`` (or ``encode_response``,
+    which also checks the result against the method) refuses a response
+    with both or neither.
+
+    Raises:
+        TypeError: ``request`` is not a `Request`.
+    """
+    try:
+        return Response(
+            id=request.id,
+            correlation_id=request.correlation_id,
+            command_id=request.command_id,
+            causation_id=request.causation_id,
+            project_ref=request.project_ref,
+            task_ref=request.task_ref,
+            result=result,
+            error=error,
+        )
+    except AttributeError:
+        raise wrong_type("request", request, "a Request") from None
 
 
 def request_methods(group: str) -> frozenset[str]:
     """The request methods of a capability group (what a handler advertising
-    that group must implement); empty for an undefined group. Raises nothing."""
+    that group must implement).
+
+    Raises:
+        TypeError: ``group`` is not a string.
+        ValueError: ``group`` is not a defined capability group (the
+            message lists them).
+    """
+    known_name("group", group, CAPABILITY_GROUPS, "capability group")
     return frozenset(
-        name
-        for name in CAPABILITY_GROUPS.get(group, frozenset())
-        if METHODS[name].kind == "request"
+        name for name in CAPABILITY_GROUPS[group] if METHODS[name].kind == "request"
     )
+
+
+#: The method names of each kind, for refusing a caller's unknown one.
+_KINDS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {
+        kind: frozenset(name for name, spec in METHODS.items() if spec.kind == kind)
+        for kind in ("request", "notification")
+    }
+)
+
+
+def method_spec(
+    name: str, value: object, kind: Literal["request", "notification"]
+) -> MethodSpec:
+    """The spec of the method a caller named in argument ``name``: a
+    ``TypeError`` when ``value`` is not a string, a ``ValueError`` (listing
+    the defined ones) when it is not a defined method of ``kind``. For
+    method names given to the Python API; a method name in a message is
+    checked by the codec (``unknown_method``)."""
+    return METHODS[known_name(name, value, _KINDS[kind], f"{kind} method")]
 
 
 # -- validation helpers (implemented with the codec's checks) ----------------------

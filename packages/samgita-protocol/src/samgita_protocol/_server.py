@@ -49,9 +49,18 @@ from ._hotpath import (
     send_wire,
     typed_request,
 )
-from ._options import DEFAULT_MAX_STREAMS, check_id, check_limits, is_id, monotonic
+from ._options import (
+    DEFAULT_MAX_STREAMS,
+    check_id,
+    check_limits,
+    envelope_types,
+    is_id,
+    known_names,
+    monotonic,
+    wrong_type,
+)
 from ._outbox import DUPLICATE, Outbox
-from ._results import convert_params, decode_result
+from ._results import decode_result, params_of
 from ._schema import (
     CAPABILITY_GROUPS,
     METHODS,
@@ -64,6 +73,7 @@ from ._schema import (
     Notification,
     Request,
     Response,
+    method_spec,
     response_to,
 )
 from ._state import (
@@ -289,23 +299,13 @@ class Server(Stateful):
             raise TypeError(
                 f"expected handler to be a samgita_protocol.Handler, got: {handler!r}"
             )
-        if isinstance(capabilities, str) or not isinstance(capabilities, Iterable):
-            raise TypeError(
-                f"expected capabilities to be an iterable of group names, got: {capabilities!r}"
+        groups = list(
+            dict.fromkeys(
+                known_names(
+                    "capabilities", capabilities, CAPABILITY_GROUPS, "capability group"
+                )
             )
-        groups: list[str] = []
-        for group in capabilities:
-            if not isinstance(group, str):
-                raise TypeError(
-                    f"expected capabilities to hold strings, got: {group!r}"
-                )
-            if group not in CAPABILITY_GROUPS:
-                raise ValueError(
-                    f"capabilities: {group!r} is not a defined capability group "
-                    f"(defined: {sorted(CAPABILITY_GROUPS)})"
-                )
-            if group not in groups:
-                groups.append(group)
+        )
         check_methods(handler, groups)
         if on_callback_error is not None and not callable(on_callback_error):
             raise TypeError(
@@ -445,6 +445,9 @@ class Server(Stateful):
         ``max_streams``; a later notification of the same ``stream_id`` must
         start again at cursor 1. The Server holds no unprocessed events, so
         this always succeeds (an unknown ``stream_id`` is a no-op).
+
+        Raises:
+            TypeError: ``stream_id`` is not a string.
         """
         self._positions.forget(stream_id)
 
@@ -519,8 +522,8 @@ class Server(Stateful):
         elif isinstance(data, Request | Response | Notification):
             wire = None
         else:
-            raise TypeError(
-                f"expected bytes, str or a Message, got: {type(data).__name__}"
+            raise wrong_type(
+                "data", data, "bytes, bytearray, memoryview, str or a Message"
             )
         if wire is not None:
             try:
@@ -975,11 +978,7 @@ class Server(Stateful):
         self._check(_EXCHANGE, "a notification")
         spec = METHODS.get(method) if isinstance(method, str) else None
         if spec is None or spec.kind != "notification":
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_METHOD,
-                "unknown notification method",
-                data={"method": method},
-            )
+            spec = method_spec("method", method, "notification")
         if spec.group not in self._negotiated or spec.direction == "client":
             raise ProtocolError(
                 ErrorCode.UNSUPPORTED,
@@ -991,7 +990,7 @@ class Server(Stateful):
             # A params Struct is proven with the envelope by send_wire below.
             params=params
             if type(params) is spec.params
-            else convert_params(method, params),
+            else params_of(method, params, "params"),
             stream_id=_unset(stream_id),
             cursor=_unset(cursor),
             correlation_id=_unset(correlation_id),
@@ -999,7 +998,18 @@ class Server(Stateful):
             project_ref=_unset(project_ref),
             task_ref=_unset(task_ref),
         )
-        wire = send_wire(notification, self._limits.max_message_bytes)
+        try:
+            wire = send_wire(notification, self._limits.max_message_bytes)
+        except ProtocolError:
+            envelope_types(
+                stream_id=stream_id,
+                cursor=cursor,
+                correlation_id=correlation_id,
+                causation_id=causation_id,
+                project_ref=project_ref,
+                task_ref=task_ref,
+            )
+            raise
         self._wire.keep(notification, wire)
         return notification
 
@@ -1024,8 +1034,11 @@ class Server(Stateful):
         goes out after the response. Nothing is recorded.
 
         Raises:
+            TypeError: ``method`` is not a string, ``params`` is neither
+                the method's params Struct nor a mapping, or an envelope
+                keyword has the wrong type (the message names it).
+            ValueError: ``method`` is not a defined notification method.
             ProtocolError: ``not_initialized``, ``disconnected``,
-                ``unknown_method`` (not a notification method),
                 ``unsupported`` (its group was not negotiated), a params or
                 envelope schema code (``invalid_field``, ``missing_field``,
                 ``unknown_field``, ``unpaired_stream_position``, ...),
@@ -1067,12 +1080,15 @@ class Server(Stateful):
         ids are ``"s1-<n>"``.
 
         Raises:
-            TypeError, ValueError: a bad ``now``, or a custom
-                ``id_generator`` returning a non-string.
+            TypeError: ``method`` is not a string, ``params`` is neither
+                the method's params Struct nor a mapping, an id or ref is not
+                a string, or a custom ``id_generator`` returned a non-string
+                (the message names it).
+            ValueError: ``method`` is not a defined request method.
+            TypeError, ValueError: a bad ``now``.
             ProtocolError: ``no_response_callback``, ``disconnected``,
-                ``not_initialized``, ``unknown_method`` (not a request method
-                of a group), ``unsupported`` (group not negotiated, or a method
-                only a Client sends), ``conflict`` (id in use),
+                ``not_initialized``, ``unsupported`` (group not negotiated,
+                or a method only a Client sends), ``conflict`` (id in use),
                 ``limit_exceeded`` (``max_outstanding_requests``), a params or
                 envelope schema code, ``message_too_large``; all ``local``.
                 Nothing is recorded then.
@@ -1085,25 +1101,21 @@ class Server(Stateful):
             )
         self._check(_EXCHANGE, "a request")
         spec = METHODS.get(method) if isinstance(method, str) else None
-        if spec is None or spec.kind != "request" or spec.group is None:
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_METHOD,
-                "unknown request method",
-                data={"method": method},
-            )
-        if spec.group not in self._negotiated:
+        if spec is None or spec.kind != "request":
+            spec = method_spec("method", method, "request")
+        if spec.group is not None and spec.group not in self._negotiated:
             raise ProtocolError(
                 ErrorCode.UNSUPPORTED,
                 "the method's capability group was not negotiated",
                 data={"method": method},
             )
-        if spec.direction == "client" or spec.mutation:
+        if spec.group is None or spec.direction == "client" or spec.mutation:
             raise ProtocolError(
                 ErrorCode.UNSUPPORTED,
                 "a Server does not send this method",
                 data={"method": method},
             )
-        converted = convert_params(method, params)
+        converted = params_of(method, params, "params")
         outbox = self._outbox
         request_id, counter = outbox.next_id(id, False)
         request = Request(
@@ -1115,7 +1127,16 @@ class Server(Stateful):
             project_ref=_unset(project_ref),
             task_ref=_unset(task_ref),
         )
-        wire = send_wire(request, self._limits.max_message_bytes)
+        try:
+            wire = send_wire(request, self._limits.max_message_bytes)
+        except ProtocolError:
+            envelope_types(
+                correlation_id=correlation_id,
+                causation_id=causation_id,
+                project_ref=project_ref,
+                task_ref=task_ref,
+            )
+            raise
         # -- no failure below this line --
         outbox.put(request, False, moment, counter, id is not None)
         self._wire.keep(request, wire)

@@ -31,7 +31,7 @@ import msgspec
 from msgspec import UNSET
 
 from ._errors import ErrorCode, ProtocolError
-from ._options import MAX_ID_BYTES, is_id, positive_int
+from ._options import MAX_ID_BYTES, is_id, positive_int, wrong_type
 from ._schema import Notification
 from ._windows import content_digest
 
@@ -127,10 +127,7 @@ def validate_positions(
         ValueError: a bad id or cursor, or more than ``max_streams`` streams.
     """
     if not isinstance(positions, Mapping):
-        raise TypeError(
-            f"expected {name} to be a mapping from stream ids to cursors, "
-            f"got: {positions!r}"
-        )
+        raise wrong_type(name, positions, "a mapping from stream ids to cursors")
     result: dict[str, int] = {}
     for stream_id, cursor in positions.items():
         if (
@@ -439,7 +436,7 @@ class ClientStreams:
         if max is None:
             count = len(buffer)
         elif isinstance(max, bool) or not isinstance(max, int):
-            raise TypeError(f"expected max to be a non-negative int, got: {max!r}")
+            raise wrong_type("max", max, "a non-negative int")
         elif max < 0:
             raise ValueError(f"expected max to be a non-negative int, got: {max!r}")
         else:
@@ -459,14 +456,19 @@ class ClientStreams:
         content of the acknowledged cursors is dropped.
 
         Raises:
-            TypeError: ``cursor`` is not an int.
+            TypeError: ``stream_id`` is not a string or ``cursor`` not an int.
             ProtocolError: ``invalid_cursor`` for an unknown stream, a
                 negative cursor or a cursor that was not delivered.
         """
         if isinstance(cursor, bool) or not isinstance(cursor, int):
-            raise TypeError(f"expected cursor to be an int, got: {cursor!r}")
-        stream = self._streams.get(stream_id)
+            raise wrong_type("cursor", cursor, "an int")
+        try:
+            stream = self._streams.get(stream_id)
+        except TypeError:  # unhashable: refused below
+            stream = None
         if stream is None:
+            if not isinstance(stream_id, str):
+                raise wrong_type("stream_id", stream_id, "a string")
             raise ProtocolError(
                 ErrorCode.INVALID_CURSOR,
                 "unknown stream",
@@ -497,9 +499,12 @@ class ClientStreams:
         starts again from cursor 1. Forgetting an unknown stream is a no-op.
 
         Raises:
+            TypeError: ``stream_id`` is not a string.
             ProtocolError: ``unacknowledged_events`` while any of its events is
                 buffered, or delivered but not acknowledged.
         """
+        if not isinstance(stream_id, str):
+            raise wrong_type("stream_id", stream_id, "a string")
         stream = self._streams.get(stream_id)
         if stream is None:
             return
@@ -652,7 +657,12 @@ class ServerPositions:
 
         The server holds no unprocessed events, so this always succeeds
         (forgetting an unknown stream is a no-op).
+
+        Raises:
+            TypeError: ``stream_id`` is not a string.
         """
+        if not isinstance(stream_id, str):
+            raise wrong_type("stream_id", stream_id, "a string")
         self._positions.pop(stream_id, None)
 
     def copy(self) -> ServerPositions:
