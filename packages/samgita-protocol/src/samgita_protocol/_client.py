@@ -57,7 +57,6 @@ from samgita_protocol._hotpath import (
     SEND_PLANS,
     WireCache,
     checked_wire,
-    send_wire,
     typed_notification,
     typed_response,
 )
@@ -94,6 +93,7 @@ from ._options import (
     monotonic,
     wrong_type,
 )
+from ._outgoing import notification_to_send
 from ._state import (
     Activity,
     ConnectionState,
@@ -578,40 +578,19 @@ class Client(Stateful):
                 validation code of the params or envelope.
         """
         self._check(_EXCHANGE, "a notification")
-        spec = METHODS.get(method) if isinstance(method, str) else None
-        if spec is None or spec.kind != "notification":
-            spec = method_spec("method", method, "notification")
-        if spec.group not in self._negotiated:
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED,
-                "the method's capability group was not negotiated",
-                data={"method": method, "group": spec.group},
-            )
-        notification = Notification(
-            method=method,
-            # A params Struct is validated with the envelope by encode below.
-            params=params
-            if type(params) is spec.params
-            else params_of(method, params, "params"),
-            stream_id=_UNSET if stream_id is None else stream_id,
-            cursor=_UNSET if cursor is None else cursor,
-            correlation_id=_UNSET if correlation_id is None else correlation_id,
-            causation_id=_UNSET if causation_id is None else causation_id,
-            project_ref=_UNSET if project_ref is None else project_ref,
-            task_ref=_UNSET if task_ref is None else task_ref,
+        notification, wire = notification_to_send(
+            method,
+            params,
+            self._negotiated,
+            self._limits.max_message_bytes,
+            only_from=None,
+            stream_id=stream_id,
+            cursor=cursor,
+            correlation_id=correlation_id,
+            causation_id=causation_id,
+            project_ref=project_ref,
+            task_ref=task_ref,
         )
-        try:
-            wire = send_wire(notification, self._limits.max_message_bytes)
-        except ProtocolError:
-            envelope_types(
-                stream_id=stream_id,
-                cursor=cursor,
-                correlation_id=correlation_id,
-                causation_id=causation_id,
-                project_ref=project_ref,
-                task_ref=task_ref,
-            )
-            raise
         self._wire.keep(notification, wire)
         return notification
 

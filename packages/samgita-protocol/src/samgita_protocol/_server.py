@@ -60,6 +60,7 @@ from ._options import (
     wrong_type,
 )
 from ._outbox import DUPLICATE, Outbox
+from ._outgoing import notification_to_send
 from ._results import decode_result, params_of
 from ._schema import (
     CAPABILITY_GROUPS,
@@ -976,40 +977,19 @@ class Server(Stateful):
         task_ref: str | None = None,
     ) -> Notification:
         self._check(_EXCHANGE, "a notification")
-        spec = METHODS.get(method) if isinstance(method, str) else None
-        if spec is None or spec.kind != "notification":
-            spec = method_spec("method", method, "notification")
-        if spec.group not in self._negotiated or spec.direction == "client":
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED,
-                "the method's capability group was not negotiated",
-                data={"method": method},
-            )
-        notification = Notification(
-            method=method,
-            # A params Struct is proven with the envelope by send_wire below.
-            params=params
-            if type(params) is spec.params
-            else params_of(method, params, "params"),
-            stream_id=_unset(stream_id),
-            cursor=_unset(cursor),
-            correlation_id=_unset(correlation_id),
-            causation_id=_unset(causation_id),
-            project_ref=_unset(project_ref),
-            task_ref=_unset(task_ref),
+        notification, wire = notification_to_send(
+            method,
+            params,
+            self._negotiated,
+            self._limits.max_message_bytes,
+            only_from="client",
+            stream_id=stream_id,
+            cursor=cursor,
+            correlation_id=correlation_id,
+            causation_id=causation_id,
+            project_ref=project_ref,
+            task_ref=task_ref,
         )
-        try:
-            wire = send_wire(notification, self._limits.max_message_bytes)
-        except ProtocolError:
-            envelope_types(
-                stream_id=stream_id,
-                cursor=cursor,
-                correlation_id=correlation_id,
-                causation_id=causation_id,
-                project_ref=project_ref,
-                task_ref=task_ref,
-            )
-            raise
         self._wire.keep(notification, wire)
         return notification
 
