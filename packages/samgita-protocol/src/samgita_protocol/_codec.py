@@ -78,7 +78,7 @@ from ._jsonscan import (
     find_duplicate_key,
 )
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, positive_int, wrong_type
-from ._results import json_problem
+from ._results import as_json, json_problem
 from ._schema import METHODS, Message, Notification, Request, Response
 from ._validate import (
     ANY_DECODER,
@@ -472,24 +472,7 @@ def encode_unchecked(message: object) -> bytes:
     """
     if type(message) not in _MESSAGE_TYPES:
         raise wrong_type("message", message, "a Request, Response or Notification")
-    try:
-        return ENCODER.encode(message)
-    except UnicodeEncodeError:
-        raise ProtocolError(
-            ErrorCode.INVALID_UTF8,
-            "the message holds a string that is not valid Unicode",
-        ) from None
-    except RecursionError:
-        raise ProtocolError(
-            ErrorCode.DEPTH_EXCEEDED,
-            f"the message nests deeper than {MAX_DEPTH}",
-            data={"max": MAX_DEPTH},
-        ) from None
-    except (TypeError, ValueError, OverflowError):
-        raise ProtocolError(
-            ErrorCode.INVALID_FIELD,
-            "the message holds a value not representable as JSON",
-        ) from None
+    return as_json(message, ErrorCode.INVALID_FIELD, "the message")
 
 
 def encode(

@@ -41,7 +41,7 @@ from ._validate import (
 # -- results and caller-built values ---------------------------------------------------------
 
 
-def _as_json(value: object, code: ErrorCode, what: str) -> bytes:
+def as_json(value: object, code: ErrorCode, what: str) -> bytes:
     """``value`` encoded to JSON for validation, or the error naming why it
     cannot be."""
     try:
@@ -93,7 +93,7 @@ def params_of(method: str, value: object, name: str) -> msgspec.Struct:
         )
     if isinstance(value, Mapping) and not isinstance(value, dict):
         value = dict(value)
-    raw = _as_json(value, ErrorCode.INVALID_FIELD, "params")
+    raw = as_json(value, ErrorCode.INVALID_FIELD, "params")
     try:
         checked_json(raw, MAX_DEPTH, "/params")
         params: msgspec.Struct = decode_params(spec, raw, ascii_only(raw))
@@ -138,7 +138,7 @@ def result_of(method: str, raw: object, name: str) -> Any:
         elif isinstance(raw, (msgspec.Struct, Mapping)):
             if isinstance(raw, Mapping) and not isinstance(raw, dict):
                 raw = dict(raw)
-            data = _as_json(raw, ErrorCode.INVALID_FIELD, "result")
+            data = as_json(raw, ErrorCode.INVALID_FIELD, "result")
         else:
             raise wrong_type(
                 name,
