@@ -20,13 +20,14 @@ import calendar
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 
-from samgita_protocol._errors import ErrorCode, ProtocolError
+from samgita_protocol._errors import ErrorCode, Origin, ProtocolError
 from samgita_protocol._results import result_of
 from samgita_protocol._schema import (
+    SCHEMA_VERSION,
     InitializeParams,
     InitializeResult,
     Request,
@@ -40,14 +41,13 @@ __all__ = [
     "approval_expired",
     "check_echo",
     "check_initialize",
+    "negotiate",
     "check_page",
     "check_result",
     "timestamp_ns",
     "validate_result",
     "wall_clock",
 ]
-
-Origin = Literal["local", "peer", "remote"]
 
 _UNSET: Final = msgspec.UNSET
 _ECHO_FIELDS: Final = (
@@ -389,6 +389,51 @@ def _listed(value: object) -> list[str]:
         return []
     assert isinstance(value, Iterable)
     return list(value)
+
+
+#: The schema versions this library speaks, in order of preference.
+SUPPORTED_VERSIONS: Final = (SCHEMA_VERSION,)
+
+
+def negotiate(
+    offer: InitializeParams, advertised: Iterable[str]
+) -> tuple[str, list[str]]:
+    """The host's answer to an initialize offer: the version it selects and
+    the groups of ``advertised`` the client offered (in advertised order;
+    unknown optional offers are simply not part of the intersection). The
+    counterpart of :func:`check_initialize`, which the client applies to the
+    answer.
+
+    Raises:
+        ProtocolError (origin ``local``, sent as the error response):
+            ``invalid_params`` (a required group that was not offered),
+            ``no_common_version`` (``data.supported``),
+            ``missing_required_capability`` (``data.missing``).
+    """
+    offered = list(offer.capabilities)
+    required = _listed(offer.required_capabilities)
+    if not set(required) <= set(offered):
+        raise ProtocolError(
+            ErrorCode.INVALID_PARAMS,
+            "required_capabilities must be among the offered capabilities",
+            data={"path": "/params/required_capabilities"},
+        )
+    version = next((v for v in SUPPORTED_VERSIONS if v in offer.versions), None)
+    if version is None:
+        raise ProtocolError(
+            ErrorCode.NO_COMMON_VERSION,
+            "no common schema version",
+            data={"supported": list(SUPPORTED_VERSIONS)},
+        )
+    advertised = list(advertised)
+    missing = sorted(set(required) - set(advertised))
+    if missing:
+        raise ProtocolError(
+            ErrorCode.MISSING_REQUIRED_CAPABILITY,
+            "a required capability is not supported",
+            data={"missing": missing},
+        )
+    return version, [group for group in advertised if group in offered]
 
 
 def check_initialize(

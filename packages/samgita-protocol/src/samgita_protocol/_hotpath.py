@@ -20,8 +20,8 @@ import msgspec
 from msgspec import UNSET
 
 from ._codec import FAST, Fast, encode, typed_envelope
-from ._contract import RULES, Origin
-from ._errors import ProtocolError
+from ._contract import RULES
+from ._errors import Origin, ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, wrong_type
 from ._results import decode_result

@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from ._codec import FAST, Fast, decode, decode_checked, encode, encode_unchecked
-from ._contract import RULES, wall_clock
+from ._contract import RULES, negotiate, wall_clock
 from ._errors import ErrorCode, ProtocolError
 from ._given import given_message
 from ._handler import (
@@ -65,9 +65,7 @@ from ._results import decode_result, params_of
 from ._schema import (
     CAPABILITY_GROUPS,
     METHODS,
-    SCHEMA_VERSION,
     UNSET,
-    InitializeParams,
     InitializeResult,
     Message,
     MethodSpec,
@@ -101,8 +99,6 @@ _SERVER: Final = Role.SERVER
 _READY: Final = ConnectionState.READY
 _EXCHANGE: Final = Activity.EXCHANGE
 
-#: Schema versions this library speaks, in order of preference.
-_VERSIONS: Final = (SCHEMA_VERSION,)
 
 #: Codes of input that is never parsed again to recover a request identity:
 #: too large, not text, not JSON or too deep.
@@ -648,38 +644,10 @@ class Server(Stateful):
         return None
 
     def _initialize(self, request: Request) -> Response:
-        params: InitializeParams = request.params
-        offered = list(params.capabilities)
-        required = (
-            []
-            if params.required_capabilities is UNSET
-            else params.required_capabilities
-        )
-        if not set(required) <= set(offered):
-            error = ProtocolError(
-                ErrorCode.INVALID_PARAMS,
-                "required_capabilities must be among the offered capabilities",
-                data={"path": "/params/required_capabilities"},
-            )
+        try:
+            version, supported = negotiate(request.params, self._capabilities)
+        except ProtocolError as error:
             return _error_response(request, error)
-        version = next((v for v in _VERSIONS if v in params.versions), None)
-        if version is None:
-            error = ProtocolError(
-                ErrorCode.NO_COMMON_VERSION,
-                "no common schema version",
-                data={"supported": list(_VERSIONS)},
-            )
-            return _error_response(request, error)
-        missing = sorted(set(required) - set(self._capabilities))
-        if missing:
-            error = ProtocolError(
-                ErrorCode.MISSING_REQUIRED_CAPABILITY,
-                "a required capability is not supported",
-                data={"missing": missing},
-            )
-            return _error_response(request, error)
-        # Unknown optional offers are simply not part of the intersection.
-        supported = [g for g in self._capabilities if g in offered]
         result = InitializeResult(
             version=version,
             capabilities=supported,
