@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from samgita_protocol._client import Client
-from samgita_protocol._codec import encode
-from samgita_protocol._effects import Effect, ResponseReceived
-from samgita_protocol._errors import ProtocolError
-from samgita_protocol._handler import Handler
-from samgita_protocol._schema import Message
-from samgita_protocol._server import Server
+from samgita_protocol import (
+    Client,
+    Effect,
+    Handler,
+    Message,
+    ProtocolError,
+    ResponseReceived,
+    Server,
+    encode,
+)
 from samgita_protocol.testing import ALL_GROUPS, FakeHost
 
 HOST_ID = "host-1"

@@ -12,17 +12,20 @@ from typing import Any
 import msgspec
 import pytest
 
-from samgita_protocol import ConnectionState
-from samgita_protocol._client import Client
-from samgita_protocol._effects import (
+from samgita_protocol import (
+    Client,
+    ConnectionState,
+    ErrorCode,
     ErrorReceived,
     NotificationReceived,
+    ProtocolError,
+    Request,
     RequestReceived,
+    Response,
     ResponseReceived,
     SendMessage,
+    StreamResumeResult,
 )
-from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._schema import Request, Response, StreamResumeResult
 
 ALL = [
     "project_events.v1",
@@ -1419,11 +1422,7 @@ def test_configured_host_id_is_always_enforced() -> None:
 def test_a_message_handed_in_with_plain_params_is_decoded_to_the_struct(
     form: str,
 ) -> None:
-    from samgita_protocol._schema import (
-        ApprovalRequestParams,
-        ItemDeltaParams,
-        Notification,
-    )
+    from samgita_protocol import ApprovalRequestParams, ItemDeltaParams, Notification
 
     client = ready()
     params: Any = approval_params()

@@ -31,20 +31,22 @@ from hypothesis.stateful import (
     rule,
 )
 
-from samgita_protocol import ConnectionState
-from samgita_protocol._client import Client
-from samgita_protocol._codec import decode, encode
-from samgita_protocol._effects import (
+from samgita_protocol import (
+    Client,
+    ConnectionState,
     Effect,
+    ErrorCode,
     ErrorReceived,
     NotificationReceived,
+    ProtocolError,
+    Request,
     RequestReceived,
     ResponseReceived,
     SendMessage,
+    Server,
+    decode,
+    encode,
 )
-from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._schema import Request
-from samgita_protocol._server import Server
 from samgita_protocol.testing import FakeHost
 
 ALL = [

@@ -8,6 +8,18 @@ from typing import Any
 import msgspec
 import pytest
 
+from samgita_protocol import (
+    ApprovalRequestParams,
+    ErrorCode,
+    InitializeParams,
+    InitializeResult,
+    ProtocolError,
+    Request,
+    Response,
+    StreamResumeParams,
+    StreamResumeResult,
+    convert_params,
+)
 from samgita_protocol._contract import (
     approval_expired,
     check_echo,
@@ -17,17 +29,6 @@ from samgita_protocol._contract import (
     timestamp_ns,
     validate_result,
     wall_clock,
-)
-from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._results import convert_params
-from samgita_protocol._schema import (
-    ApprovalRequestParams,
-    InitializeParams,
-    InitializeResult,
-    Request,
-    Response,
-    StreamResumeParams,
-    StreamResumeResult,
 )
 
 ACTION = {"kind": "shell.exec", "description": "Run"}
@@ -169,7 +170,7 @@ def _page(
     raw = msgspec.json.encode(
         {"stream_id": "s", "cursor": cursor, "events": events, "has_more": has_more}
     )
-    from samgita_protocol._results import decode_result
+    from samgita_protocol import decode_result
 
     result = decode_result("stream/resume", msgspec.Raw(raw))
     assert isinstance(result, StreamResumeResult)

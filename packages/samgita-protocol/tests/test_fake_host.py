@@ -5,9 +5,13 @@ from __future__ import annotations
 import pytest
 
 from helpers import EVENT, ConnectionPair
-from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._schema import CAPABILITY_GROUPS, request_methods
-from samgita_protocol._server import Server
+from samgita_protocol import (
+    CAPABILITY_GROUPS,
+    ErrorCode,
+    ProtocolError,
+    Server,
+    request_methods,
+)
 from samgita_protocol.testing import ALL_GROUPS, FakeHost
 
 INPUT = [{"type": "text", "text": "one two"}]

@@ -6,20 +6,21 @@ from typing import Any
 
 import pytest
 
-from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._handler import (
-    Handler,
-    NotificationContext,
-    RequestContext,
-    implements_notifications,
-    implements_responses,
-)
-from samgita_protocol._schema import (
+from samgita_protocol import (
     CancelResult,
+    ErrorCode,
+    Handler,
     ItemDeltaParams,
     Notification,
+    ProtocolError,
     Request,
+    RequestContext,
     request_methods,
+)
+from samgita_protocol._handler import (
+    NotificationContext,
+    implements_notifications,
+    implements_responses,
 )
 from samgita_protocol.testing import FakeHost
 

@@ -17,8 +17,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import EVENT, ConnectionPair
-from samgita_protocol._codec import FAST, decode, encode
-from samgita_protocol._errors import ErrorCode, ProtocolError
+from samgita_protocol import (
+    MAX_DEPTH,
+    Action,
+    ApprovalRequestResult,
+    CancelResult,
+    ErrorCode,
+    EventReceiveResult,
+    Notification,
+    ProtocolError,
+    Request,
+    Response,
+    decode,
+    decode_result,
+    encode,
+    encode_response,
+)
+from samgita_protocol._codec import FAST
 from samgita_protocol._hotpath import (
     NOTIFICATION_PREFIX,
     REQUEST_PREFIX,
@@ -31,23 +46,11 @@ from samgita_protocol._hotpath import (
     WireCache,
     checked_response,
     checked_wire,
-    encode_response,
     proven_result,
     send_wire,
     typed_notification,
     typed_request,
     typed_response,
-)
-from samgita_protocol._jsonscan import MAX_DEPTH
-from samgita_protocol._results import decode_result
-from samgita_protocol._schema import (
-    Action,
-    ApprovalRequestResult,
-    CancelResult,
-    EventReceiveResult,
-    Notification,
-    Request,
-    Response,
 )
 from samgita_protocol._windows import INLINE_BYTES, content_key, typed_key
 
@@ -473,8 +476,7 @@ def test_typed_response_never_accepts_more_than_the_general_path(
 
 
 def test_replay_encode_hands_out_the_appended_bytes() -> None:
-    from samgita_protocol._replay import Replay
-    from samgita_protocol._schema import ItemDeltaParams, Notification
+    from samgita_protocol import ItemDeltaParams, Notification, Replay
 
     replay = Replay("s")
     event = replay.append(
@@ -713,8 +715,7 @@ def test_encode_response_of_errors_sizes_and_methods() -> None:
 
 
 def test_subclassed_messages_are_refused_as_encode_refuses_them() -> None:
-    from samgita_protocol._replay import Replay
-    from samgita_protocol._schema import ItemDeltaParams
+    from samgita_protocol import ItemDeltaParams, Replay
 
     class MyNote(Notification):
         pass
@@ -758,8 +759,7 @@ def test_request_context_subclasses_compare_and_print_as_themselves() -> None:
 def test_raw_json_inside_free_form_params_is_checked_like_input(
     raw: bytes, code: ErrorCode
 ) -> None:
-    from samgita_protocol._results import convert_params
-    from samgita_protocol._schema import Action, ApprovalRequestParams
+    from samgita_protocol import Action, ApprovalRequestParams, convert_params
 
     params = ApprovalRequestParams(
         approval_id="a1",

@@ -9,22 +9,21 @@ from typing import Any
 import pytest
 
 from helpers import EVENT, HOST_ID, ConnectionPair, raw_request, wire
-from samgita_protocol._client import Client
-from samgita_protocol._effects import (
-    ErrorReceived,
-    NotificationReceived,
-    RequestReceived,
-    ResponseReceived,
-)
-from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._schema import (
+from samgita_protocol import (
     ApprovalRequestResult,
+    Client,
+    ErrorCode,
+    ErrorReceived,
     Event,
     Notification,
+    NotificationReceived,
+    ProtocolError,
+    RequestReceived,
     Response,
+    ResponseReceived,
+    Server,
     ThreadStartedParams,
 )
-from samgita_protocol._server import Server
 from samgita_protocol.testing import FakeHost
 
 INPUT = [{"type": "text", "text": "hello world"}]
@@ -554,7 +553,7 @@ def test_client_ephemeral_notifications_from_server_notify() -> None:
 
 
 def _delta(i: int) -> Notification:
-    from samgita_protocol._schema import ItemDeltaParams
+    from samgita_protocol import ItemDeltaParams
 
     return Notification(
         method="item/delta",
@@ -569,8 +568,8 @@ def test_effects_are_response_received_for_every_plain_call() -> None:
 
 
 def test_streaming_resume_pages_of_large_events_fit_in_one_message() -> None:
+    from samgita_protocol import ItemDeltaParams
     from samgita_protocol._replay import PAGE_OVERHEAD
-    from samgita_protocol._schema import ItemDeltaParams
 
     host = FakeHost()
     for i in range(130):

@@ -14,23 +14,28 @@ import msgspec
 import pytest
 
 from helpers import EVENT, ConnectionPair, raw_request, wire
-from samgita_protocol._codec import decode, encode
-from samgita_protocol._effects import ErrorReceived, ResponseReceived
-from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._handler import Handler, NotificationContext, RequestContext
-from samgita_protocol._schema import (
+from samgita_protocol import (
     ApprovalRequestResult,
     CancelParams,
     CancelResult,
+    ErrorCode,
+    ErrorReceived,
     EventReceiveResult,
     EventStatusResult,
+    Handler,
     ItemDeltaParams,
     Notification,
+    ProtocolError,
     Request,
+    RequestContext,
     Response,
+    ResponseReceived,
+    Server,
+    decode,
+    encode,
     request_methods,
 )
-from samgita_protocol._server import Server
+from samgita_protocol._handler import NotificationContext
 from samgita_protocol.testing import FakeHost
 
 INTERNAL = {

@@ -10,9 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from samgita_protocol._codec import decode, encode
-from samgita_protocol._errors import ProtocolError
-from samgita_protocol._schema import Request, Response
+from samgita_protocol import ProtocolError, Request, Response, decode, encode
 from test_server import Spy, ready
 
 VALID = {

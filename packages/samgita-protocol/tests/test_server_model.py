@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from helpers import wire
-from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._schema import CancelResult, Request, Response
+from samgita_protocol import CancelResult, ErrorCode, ProtocolError, Request, Response
 from test_server import Spy, cancel, note, ready, snapshot
 
 MAX = 3  # max_outstanding_requests, max_completed and max_streams

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from samgita_protocol._codec import decode
+from samgita_protocol import decode
 from samgita_protocol._windows import (
     INLINE_BYTES,
     FifoWindow,
