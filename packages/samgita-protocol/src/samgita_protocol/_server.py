@@ -100,6 +100,21 @@ _READY: Final = ConnectionState.READY
 _EXCHANGE: Final = Activity.EXCHANGE
 
 
+class _Identity(msgspec.Struct):
+    """The members of a message that name a request (any JSON value each:
+    `Server._recover` checks them)."""
+
+    type: Any = None
+    id: Any = None
+    correlation_id: Any = None
+    command_id: Any = None
+    causation_id: Any = None
+    project_ref: Any = None
+    task_ref: Any = None
+
+
+_IDENTITY_DECODER: Final = msgspec.json.Decoder(_Identity)
+
 #: Codes of input that is never parsed again to recover a request identity:
 #: too large, not text, not JSON or too deep.
 _UNRECOVERABLE: Final = frozenset(
@@ -570,8 +585,10 @@ class Server(Stateful):
         if error.code in _UNRECOVERABLE:
             return None
         try:
-            term = (
-                msgspec.json.decode(source)
+            # Only the identity members are built (msgspec skips the rest):
+            # a large invalid message is not parsed into objects twice.
+            term: Any = (
+                msgspec.structs.asdict(_IDENTITY_DECODER.decode(source))
                 if isinstance(source, bytes | str)
                 else msgspec.to_builtins(source)
             )
