@@ -11,19 +11,15 @@ measured again before it fails, never an absolute time. The core's own
 
 from __future__ import annotations
 
-import gc
-import time
-from typing import Any
-
 import pytest
 from samgita_protocol import ErrorCode, ProtocolError
+from samgita_protocol.testing import cost_ratio
 
 from samgita_protocol_codex import CodexBridge
 
 SMALL = 32 * 1024
 LARGE = 256 * 1024
 LIMIT = 16.0  # twice linear: a garbage collection or a busy machine passes
-FLOOR = 100e-6  # below this a cost is timer noise (quadratic is seconds)
 
 _NOTE = b'{"method":"item/agentMessage/delta","params":{"threadId":"t","delta":'
 
@@ -51,38 +47,11 @@ def _intake(bridge: CodexBridge, line: bytes) -> ErrorCode | None:
     return None
 
 
-def _timed_ratio(bridge: CodexBridge, small: bytes, large: bytes, rounds: int) -> float:
-    best_small = best_large = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        _intake(bridge, small)
-        middle = time.perf_counter()
-        _intake(bridge, large)
-        best_small = min(best_small, middle - start)
-        best_large = min(best_large, time.perf_counter() - middle)
-    return best_large / max(best_small, FLOOR)
-
-
-def _ratio(*args: Any) -> float:
-    """The ratio with the collector off (after a collection): a full
-    collection walks the whole process's heap, a fixed cost that falls into
-    one run and not the other, not a cost of the input."""
-    gc.collect()
-    gc.disable()
-    try:
-        return _timed_ratio(*args)
-    finally:
-        gc.enable()
-
-
 @pytest.mark.parametrize("shape", SHAPES)
 def test_line_intake_cost_is_linear(shape: str) -> None:
     bridge = CodexBridge(host_id="cost")
     small, large = _line(SHAPES[shape], SMALL), _line(SHAPES[shape], LARGE)
-    for rounds in (3, 9, 27):
-        ratio = _ratio(bridge, small, large, rounds)
-        if ratio <= LIMIT:
-            break
+    ratio = cost_ratio(lambda line: _intake(bridge, line), small, large, limit=LIMIT)
     assert ratio <= LIMIT, f"{shape!r}: 8x the line cost {ratio:.1f}x"
 
 

@@ -4,11 +4,10 @@ credential-named headers kept from handlers (issue 18, findings 3 and 5)."""
 from __future__ import annotations
 
 import asyncio
-import gc
-import time
 from typing import Any
 
 import pytest
+from samgita_protocol.testing import cost_ratio
 from websockets.frames import Frame, Opcode
 
 from samgita_protocol_websocket import (
@@ -24,7 +23,6 @@ from rawws import RawClient, upgrade_headers
 SMALL = 8 * 1024
 LARGE = 64 * 1024
 LIMIT = 16.0  # linear is 8x (eight times the text), quadratic 64x
-FLOOR = 100e-6  # below this a cost is timer noise
 
 # A token with no run of letters that "[redacted]" or a payload shares.
 TOKEN = "Zq9Tk7wXv2Pb8Jm4Hc6Ny1Rd5Lf3Gs0W"
@@ -44,39 +42,14 @@ SHAPES = {
 }
 
 
-def _timed_ratio(text_small: str, text_large: str, rounds: int) -> float:
-    best_small = best_large = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        redact_text(text_small, [TOKEN])
-        middle = time.perf_counter()
-        redact_text(text_large, [TOKEN])
-        best_small = min(best_small, middle - start)
-        best_large = min(best_large, time.perf_counter() - middle)
-    return best_large / max(best_small, FLOOR)
-
-
-def _ratio(*args: Any) -> float:
-    """The ratio with the collector off (after a collection): a full
-    collection walks the whole process's heap, a fixed cost that falls into
-    one run and not the other, not a cost of the input."""
-    gc.collect()
-    gc.disable()
-    try:
-        return _timed_ratio(*args)
-    finally:
-        gc.enable()
-
-
 @pytest.mark.parametrize("shape", SHAPES)
 def test_redaction_cost_is_linear_in_the_text(shape: str) -> None:
     head, unit = SHAPES[shape]
     small = head + unit * (SMALL // len(unit))
     large = head + unit * (LARGE // len(unit))
-    for rounds in (3, 9, 27):  # measured again before it fails
-        ratio = _ratio(small, large, rounds)
-        if ratio <= LIMIT:
-            break
+    ratio = cost_ratio(
+        lambda text: redact_text(text, [TOKEN]), small, large, limit=LIMIT
+    )
     assert ratio <= LIMIT, f"{shape!r}: 8x the text cost {ratio:.1f}x"
 
 

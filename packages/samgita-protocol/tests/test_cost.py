@@ -9,16 +9,13 @@ of 32 KiB (eight times the input: linear is 8x, quadratic 64x). Costs are
 the best of several timed runs, alternating the two sizes, and a ratio over
 the limit is measured again, longer, before it fails: a ratio, never an
 absolute time, so a slow machine passes and a quadratic path does not
-(below ``FLOOR``, a cost is noise).
+(below 0.1 ms, a cost is noise: ``samgita_protocol.testing.cost_ratio``).
 """
 
 from __future__ import annotations
 
-import gc
 import os
-import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,13 +23,11 @@ from hypothesis import strategies as st
 
 import samgita_protocol as sp
 from helpers import ConnectionPair
+from samgita_protocol import testing
 
 SMALL = 32 * 1024
 LARGE = 256 * 1024
 LIMIT = 16.0  # twice linear: a garbage collection or a busy machine passes
-#: Costs this small are timer and cache noise: the small input counts as at
-#: least this much (a quadratic 256 KiB costs seconds, not a millisecond).
-FLOOR = 100e-6
 CI = bool(os.environ.get("CI"))
 
 # The head of a valid request whose free-form payload is where a shape goes.
@@ -106,47 +101,13 @@ def _entry_points() -> dict[str, Callable[[bytes], object]]:
 ENTRY_POINTS = _entry_points()
 
 
-def _timed_best(
-    call: Callable[[bytes], object], small: bytes, large: bytes, rounds: int
-) -> float:
-    """The ratio of the best large run to the best small run, alternating."""
-    best_small = best_large = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        call(small)
-        middle = time.perf_counter()
-        call(large)
-        end = time.perf_counter()
-        best_small = min(best_small, middle - start)
-        best_large = min(best_large, end - middle)
-    return best_large / max(best_small, FLOOR)
-
-
-def _best(*args: Any) -> float:
-    """The ratio with the collector off (after a collection): a full
-    collection walks the whole process's heap, a fixed cost that falls into
-    one run and not the other, not a cost of the input."""
-    gc.collect()
-    gc.disable()
-    try:
-        return _timed_best(*args)
-    finally:
-        gc.enable()
-
-
 def cost_ratio(
     call: Callable[[bytes], object], shape: tuple[bytes, bytes, bytes]
 ) -> float:
-    """How much more 256 KiB of ``shape`` costs ``call`` than 32 KiB. A ratio
-    over the limit is measured again, twice, with three times the rounds
-    each time: a busy machine's pause passes, a quadratic path fails every
-    time (and one far over the limit is not measured again)."""
+    """How much more 256 KiB of ``shape`` costs ``call`` than 32 KiB
+    (``samgita_protocol.testing.cost_ratio``)."""
     small, large = sized(shape, SMALL), sized(shape, LARGE)
-    for rounds in (3, 9, 27):
-        ratio = _best(call, small, large, rounds)
-        if ratio <= LIMIT or ratio > 4 * LIMIT:
-            break
-    return ratio
+    return testing.cost_ratio(call, small, large, limit=LIMIT)
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)

@@ -39,8 +39,10 @@ example).
 
 from __future__ import annotations
 
+import gc
 import re
-from collections.abc import Collection, Iterable, Mapping
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
@@ -98,7 +100,7 @@ from ._schema import (
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["ALL_GROUPS", "FakeHost"]
+__all__ = ["ALL_GROUPS", "FakeHost", "cost_ratio"]
 
 #: Every defined capability group, in definition order.
 ALL_GROUPS: Final = tuple(CAPABILITY_GROUPS)
@@ -491,3 +493,43 @@ class FakeHost(Handler):
         return CancelResult(
             request_id=params.request_id, cancel_status="already_finished"
         )
+
+
+def cost_ratio(
+    call: Callable[[Any], object],
+    small: Any,
+    large: Any,
+    *,
+    limit: float,
+    floor: float = 100e-6,
+) -> float:
+    """How many times more ``call(large)`` costs than ``call(small)``: the
+    best of alternating runs (small, large, small, ...), timed with the
+    garbage collector off after a collection (a full collection walks the
+    whole process's heap: a fixed cost that would fall into one run and not
+    the other). A cost below ``floor`` seconds counts as ``floor`` (timer
+    noise). A ratio over ``limit`` is measured again, twice, with three
+    times the rounds each time, so a busy machine's pause passes and a
+    superlinear path fails every time; one over four times ``limit`` is not
+    measured again. For tests that hold an input check to linear cost (a
+    ratio, never an absolute time); `call` should not raise."""
+    ratio = float("inf")
+    for rounds in (3, 9, 27):
+        gc.collect()
+        gc.disable()
+        try:
+            best_small = best_large = float("inf")
+            for _ in range(rounds):
+                start = time.perf_counter()
+                call(small)
+                middle = time.perf_counter()
+                call(large)
+                end = time.perf_counter()
+                best_small = min(best_small, middle - start)
+                best_large = min(best_large, end - middle)
+        finally:
+            gc.enable()
+        ratio = best_large / max(best_small, floor)
+        if ratio <= limit or ratio > 4 * limit:
+            break
+    return ratio
