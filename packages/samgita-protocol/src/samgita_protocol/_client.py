@@ -114,7 +114,6 @@ _ID_AT: Final = len(RESPONSE_PREFIX)
 
 
 _CLIENT: Final = Role.CLIENT
-_NEW: Final = ConnectionState.NEW
 _DISCONNECTED: Final = ConnectionState.DISCONNECTED
 _EXCHANGE: Final = Activity.EXCHANGE
 _TRAFFIC: Final = Activity.TRAFFIC
