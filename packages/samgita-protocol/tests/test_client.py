@@ -25,6 +25,7 @@ from samgita_protocol import (
     ResponseReceived,
     SendMessage,
     StreamResumeResult,
+    decode,
 )
 
 ALL = [
@@ -1501,3 +1502,73 @@ def test_oversize_text_and_buffers_are_message_too_large() -> None:
     for data in ("x" * 2000, bytearray(b"x" * 2000), memoryview(b"x" * 2000)):
         error = fails(client, ErrorCode.MESSAGE_TOO_LARGE, client.receive, data)
         assert error.origin == "peer" and error.data == {"bytes": 2000, "max": 1024}
+
+
+def _answer_bytes(result_json: bytes) -> tuple[Any, bytes]:
+    """A connected client with a pending ``thread/read`` and the bytes of a
+    response to it whose result is ``result_json`` (in this library's key
+    order, so the client's typed decode is tried first)."""
+    from helpers import ConnectionPair
+
+    pair = ConnectionPair()
+    request = pair.client.request("thread/read", {"thread_id": "thread-1"})
+    wire = (
+        b'{"type":"response","schema_version":"1.0","id":"'
+        + request.id.encode()
+        + b'","correlation_id":"'
+        + request.correlation_id.encode()
+        + b'","result":'
+        + result_json
+        + b"}"
+    )
+    return pair.client, wire
+
+
+THREAD_JSON = (
+    b'{"thread":{"thread_id":"thread-1","status":"idle",'
+    b'"created_at":"2026-01-01T00:00:00Z"},"turns":[]}'
+)
+
+
+@pytest.mark.parametrize(
+    ("result_json", "code"),
+    [
+        # A repeated key inside the result: the byte-level rule, as decode says.
+        (
+            THREAD_JSON.replace(b'"status":"idle"', b'"status":"idle","status":"idle"'),
+            ErrorCode.DUPLICATE_KEY,
+        ),
+        (THREAD_JSON[:-1] + b',"turns":[]}', ErrorCode.DUPLICATE_KEY),
+        # Valid JSON, wrong nesting for its bytes: 33 levels deep.
+        (
+            THREAD_JSON[:-1] + b',"x":' + b"[" * 32 + b"]" * 32 + b"}",
+            ErrorCode.DEPTH_EXCEEDED,
+        ),
+    ],
+)
+def test_a_pending_response_is_refused_as_decode_refuses_its_bytes(
+    result_json: bytes, code: ErrorCode
+) -> None:
+    client, wire = _answer_bytes(result_json)
+    with pytest.raises(ProtocolError) as caught:
+        decode(wire)
+    assert caught.value.code is code
+    pending = dict(client.pending)
+    with pytest.raises(ProtocolError) as raised:
+        client.receive(wire)
+    assert raised.value.code is code
+    assert dict(client.pending) == pending  # nothing changed
+
+
+def test_a_pending_response_in_any_key_order_gives_the_same_result() -> None:
+    client, wire = _answer_bytes(THREAD_JSON)
+    [effect] = client.receive(wire)
+    other, spaced = _answer_bytes(
+        b'{ "turns" : [ ], "thread" : { "status" : "idle", '
+        b'"created_at" : "2026-01-01T00:00:00Z", "thread_id" : "thread-1" } }'
+    )
+    [same] = other.receive(spaced)
+    assert isinstance(effect, ResponseReceived)
+    assert isinstance(same, ResponseReceived)
+    assert effect.result == same.result
+    assert effect.result.thread.thread_id == "thread-1"

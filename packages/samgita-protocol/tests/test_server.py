@@ -178,7 +178,7 @@ def test_too_large_input_is_refused_before_parsing() -> None:
 
 
 def test_receive_bytes_refuses_a_small_request_over_a_small_bound() -> None:
-    """A request in this library's own encoding (the typed lane's case) one
+    """A request in this library's own encoding (its method read from the bytes) one
     byte over max_message_bytes is refused like any input, and at exactly
     the bound it is answered."""
     wire = encode(decode(cancel("y" * 240)))

@@ -35,7 +35,6 @@ import msgspec
 
 from samgita_protocol._codec import FAST, Fast, decode, decode_checked, encode
 from samgita_protocol._contract import (
-    check_echo,
     check_initialize,
     validate_result,
     wall_clock,
@@ -51,14 +50,7 @@ from samgita_protocol._effects import (
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._given import given_message
 from samgita_protocol._hotpath import (
-    NOTIFICATION_PREFIX,
-    RESPONSE_PREFIX,
-    RESULT_PLANS,
-    SEND_PLANS,
     WireCache,
-    checked_wire,
-    typed_notification,
-    typed_response,
 )
 from samgita_protocol._outbox import DUPLICATE, Outbox, Pending, limit_error
 from samgita_protocol._results import decode_result, params_of
@@ -78,7 +70,6 @@ from samgita_protocol._schema import (
 )
 from samgita_protocol._streams import ClientStreams
 from samgita_protocol._windows import (
-    INLINE_BYTES,
     ContentKey,
     FifoWindow,
     content_digest,
@@ -107,10 +98,6 @@ __all__ = ["Client"]
 
 _UNSET: Final = msgspec.UNSET
 _INITIALIZE: Final = "connection/initialize"
-#: Where the method name starts in a notification of this library's
-#: encoding, and the id in a response.
-_METHOD_AT: Final = len(NOTIFICATION_PREFIX)
-_ID_AT: Final = len(RESPONSE_PREFIX)
 
 
 _CLIENT: Final = Role.CLIENT
@@ -186,9 +173,9 @@ class Client(Stateful):
         "_outbox",
         "_required",
         "_resumes",
+        "_results",
         "_scratch",
         "_streams",
-        "_typed_notifications",
         "_version",
         "_versions",
         "_wire",
@@ -263,8 +250,10 @@ class Client(Stateful):
         self._configured_host = checked_host
         self._limits = limits
         self._max_bytes = limits.max_message_bytes
-        # The typed shortcuts' re-encoding buffer (see _hotpath).
+        # The codec's re-encoding buffer and result types (see decode_checked),
+        # bound once.
         self._scratch = bytearray()
+        self._results = self._pending_method
         self._outbox = Outbox(
             prefix="c",
             max_outstanding_requests=limits.max_outstanding_requests,
@@ -280,9 +269,6 @@ class Client(Stateful):
         self._lanes: dict[str, Fast] = {}
         # Notification methods of the negotiated groups (empty unless ready).
         self._notifications: frozenset[str] = frozenset()
-        # The same keyed by the method name's bytes, with the method's typed
-        # decoder plan (see receive).
-        self._typed_notifications: dict[bytes, Fast] = {}
         self._version: str | None = None
         self._connection_id: str | None = None
         self._offer: InitializeParams | None = None
@@ -490,8 +476,8 @@ class Client(Stateful):
         """
         # A finite float (now - now is nan for inf and nan) needs no checks.
         moment = now if type(now) is float and now - now == 0.0 else monotonic(now)
-        # The methods sendable now (only while ready), each with its send
-        # shortcut's plan (see _lanes); anything else is refused or handled
+        # The methods sendable now (only while ready), each with its
+        # plan (see _lanes); anything else is refused or handled
         # by _sendable.
         try:
             plan = self._lanes.get(method)
@@ -499,7 +485,7 @@ class Client(Stateful):
             plan = None
         if plan is not None:
             mutation = plan.mutation
-            # A params Struct is validated with the envelope by checked_wire
+            # A params Struct is validated with the envelope by encode
             # below (converting it first would validate it twice).
             converted: Any = (
                 params
@@ -531,9 +517,7 @@ class Client(Stateful):
         # the size: a request that cannot be sent must never become pending.
         max_bytes = self._max_bytes
         try:
-            wire = None if plan is None else checked_wire(plan, request, max_bytes)
-            if wire is None:
-                wire = encode(request, max_message_bytes=max_bytes)
+            wire = encode(request, max_message_bytes=max_bytes)
         except ProtocolError:
             envelope_types(
                 correlation_id=correlation_id,
@@ -626,46 +610,6 @@ class Client(Stateful):
             TypeError, ValueError: ``now`` is not an aware datetime.
         """
         clock = None if now is None else wall_clock(now)
-        # This library's own encoding first: the typed shortcuts of small
-        # responses to pending requests (the terminal window keeps their
-        # bytes, so a duplicate compares alike whichever path decoded it) and
-        # of notifications of a negotiated group. A disconnected client has
-        # neither (disconnect ends every pending request and empties the
-        # table), so it refuses below.
-        if type(data) is bytes and (size := len(data)) <= self._max_bytes:
-            if data.startswith(RESPONSE_PREFIX):
-                if size <= INLINE_BYTES:
-                    effects = self._receive_typed(data, clock)
-                    if effects is not None:
-                        return effects
-            elif data.startswith(NOTIFICATION_PREFIX):
-                plan = self._typed_notifications.get(
-                    data[_METHOD_AT : data.find(b'"', _METHOD_AT)]
-                )
-                typed = (
-                    None
-                    if plan is None
-                    else typed_notification(
-                        data,
-                        plan,
-                        self._scratch if size <= INLINE_BYTES else bytearray(),
-                    )
-                )
-                if typed is not None:
-                    # What decode returns for these bytes: a Notification.
-                    note = Notification(
-                        method=typed.method,
-                        params=typed.params,
-                        stream_id=typed.stream_id,
-                        cursor=typed.cursor,
-                        correlation_id=typed.correlation_id,
-                        causation_id=typed.causation_id,
-                        project_ref=typed.project_ref,
-                        task_ref=typed.task_ref,
-                    )
-                    if note.stream_id is _UNSET:
-                        return [NotificationReceived(note)]
-                    return self._receive_notification(note, data)
         self._check(_TRAFFIC, "receive()")
         wire: bytes | str | None
         max_bytes = self._max_bytes
@@ -682,7 +626,9 @@ class Client(Stateful):
             # The codec's fast path for bytes within the bound (what decode
             # does after its argument checks); every failure is the peer's.
             wire = data
-            message = decode_checked(data)
+            message = decode_checked(
+                data, scratch=self._scratch, results=self._results
+            )
         elif isinstance(data, (bytes, bytearray, memoryview, str)):
             source: bytes | bytearray | memoryview | str = data
             if (
@@ -717,40 +663,10 @@ class Client(Stateful):
         assert type(message) is Request
         return self._receive_request(message)
 
-    def _receive_typed(self, data: bytes, now: datetime | None) -> list[Effect] | None:
-        """A response to a pending request taken by its method's typed
-        shortcut (``_hotpath.typed_response``), or None for the general path.
-        The id in the bytes only chooses the decoder; the decoded id must be
-        that pending request's. Then what ``Outbox.match`` does for a
-        pending request (the echo, the contextual rule; the schema is
-        already checked) and what every matched response gets."""
-        request_id = data[_ID_AT : data.find(b'"', _ID_AT)].decode("latin-1")
+    def _pending_method(self, request_id: str) -> str | None:
+        # The codec's ``results``: the method a result is decoded by.
         entry = self._outbox.pending.get(request_id)
-        if entry is None:
-            return None
-        request = entry.request
-        plan = RESULT_PLANS.get(request.method)
-        if plan is None:
-            return None
-        typed = typed_response(data, plan, self._scratch)
-        if typed is None or typed.id != request_id:
-            return None
-        check_echo(request, typed)
-        outcome: Any = typed.result
-        if plan.rule is not None:
-            try:
-                plan.rule(request.params, outcome, now, "peer")
-            except ProtocolError as exc:
-                outcome = exc
-        # A small response: the terminal window keeps its bytes.
-        if request.method == _INITIALIZE:
-            return self._matched(entry, outcome, ("wire", data))
-        # _matched of a method with nothing more to do (stream/resume has
-        # no plan, so never comes here).
-        self._outbox.settle(entry, outcome, ("wire", data))
-        if isinstance(outcome, ProtocolError):
-            return [ErrorReceived(request, outcome)]
-        return [ResponseReceived(request, outcome)]
+        return None if entry is None else entry.request.method
 
     def _receive_response(
         self, response: Response, wire: bytes | str | None, now: datetime | None
@@ -797,7 +713,7 @@ class Client(Stateful):
         self._move(Event.INITIALIZED)
         self._negotiated = frozenset(result.capabilities)
         self._lanes = {
-            name: SEND_PLANS[name]
+            name: FAST[name]
             for name, spec in METHODS.items()
             if spec.kind == "request"
             and spec.group in self._negotiated
@@ -809,9 +725,6 @@ class Client(Stateful):
             for name in CAPABILITY_GROUPS[group]
             if METHODS[name].kind == "notification"
         )
-        self._typed_notifications = {
-            name.encode("ascii"): FAST[name] for name in self._notifications
-        }
         self._version = result.version
         self._connection_id = result.connection_id
         self._host_id = result.host_id
@@ -969,7 +882,6 @@ class Client(Stateful):
         ended = outbox.abandon(list(outbox.pending), "disconnect")
         self._incoming = {}
         self._notifications = frozenset()
-        self._typed_notifications = {}
         self._lanes = {}  # filled only while ready
         self._move(Event.DISCONNECT)
         return [ErrorReceived(request, error) for request, error in ended]
@@ -1018,7 +930,6 @@ class Client(Stateful):
         self._resumes.clear()
         self._negotiated = frozenset()
         self._notifications = frozenset()
-        self._typed_notifications = {}
         self._version = None
         self._connection_id = None
         self._offer = None

@@ -12,13 +12,18 @@ order of the Elixir codec and ``schemas/1.0/manifest.json``):
 4. the envelope and the method's params (see ``_validate.envelope_rules``
    and docs/protocol.md sections 2, 4, 5).
 
-How it stays cheap. A message is first decoded optimistically with msgspec:
-the envelope (``params`` and ``result`` kept as ``msgspec.Raw``), then the
-method's params Struct, each with a decoder built once at import (immutable).
-msgspec validates UTF-8, syntax, trailing data, types and constraints while
-it parses; it silently keeps the last of repeated keys (msgspec issue 648)
-and fills a missing ``schema_version`` with its default. So the decoded
-message is encoded again:
+How it stays cheap: one typed decode per message. The method's name
+chooses the decoder (read from the bytes when they start as this library
+writes them, ``{"type":"request","schema_version":"1.0","method":"...``;
+otherwise by a decode of the two members ``type`` and ``method``): the
+envelope with ``params`` typed as the method's params Struct, built once at
+import. A Client's response to a pending request is decoded the same way
+with the method's result Struct (``typed_result``); any other response
+keeps ``result`` as ``msgspec.Raw``. msgspec validates UTF-8, syntax,
+trailing data, types and constraints while it parses; it silently keeps
+the last of repeated keys (msgspec issue 648) and fills a missing
+``schema_version`` with its default. So the decoded message is encoded
+again:
 
 * when those bytes equal the input (every message this library encodes:
   msgspec's output is canonical for a decoded value) the input can neither
@@ -30,36 +35,25 @@ message is encoded again:
   filling in for a missing field;
 * otherwise the exact tokenizer (``_validate.find_duplicate_key``) decides.
 
-Depth needs no scan on the typed path: a typed field never holds a deeper
-value than the schema allows (msgspec fails at the first unexpected bracket
-without building it, and skips a ``Raw`` without building it). Free-form
-JSON (``dict[str, Any]``, a raw ``result``) is measured before it is built:
-at most 32 ``{`` and ``[`` in all (counted; found with memchr on long input)
-proves depth <= 32 in the common case, otherwise
-an exact scan of the bracket bytes outside string literals; a response's
+The envelope rules a type cannot express (``rules_hold``) are checked on
+the typed envelope. Depth needs no scan for typed fields (msgspec fails at
+the first unexpected bracket without building it); a message with
+free-form JSON (``dict[str, Any]``, a raw ``result``) is measured on its
+bytes (at most 32 ``{`` and ``[`` in all proves depth <= 32, otherwise an
+exact scan of the bracket bytes outside string literals); a response's
 ``error.data`` is built by msgspec (bounded by its recursion guard) and
-measured right after. Anything the fast path does not accept outright is
-decoded again by ``_validate.explain``, which checks everything in the order
-above and names the first violation, so both paths give the same codes
-(tests/test_codec_robustness.py checks that on every generated input).
-
-Cost (bench/codec.py, median of per-round ratios, 2 loaded shared cores,
-figures of several runs): the validated decode of a 450-byte ``item/delta``
-notification takes 0.56-0.62x ``json.loads`` of the same bytes (about 3x
-untyped ``msgspec``); of its ~2.5 us the duplicate-key proof (re-encode and
-compare) is ~0.55 us, the depth proof nothing for ``item/delta``, the
-envelope and params decodes ~1.1 us. The same message with keys reordered
-and indented takes about 1.2-1.3x ``json.loads`` (colon count and head
-decode); only input with a repeated key or a ``\\u003a`` goes through the
-tokenizer (about 30 us for 500 bytes). ``encode`` (which decodes its own
-bytes again, without re-encoding them) is 0.57-0.63x ``json.dumps``.
+measured right after. Anything the typed decode does not accept outright
+is decoded again by ``_validate.explain``, which checks everything in the
+order above and names the first violation (tests/test_codec_robustness.py
+checks that both agree on every generated input). There is no second
+accepting path: figures are in bench/codec.py and the README.
 """
 
 from __future__ import annotations
 
 import sys
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
@@ -79,13 +73,13 @@ from ._jsonscan import (
 )
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, positive_int, wrong_type
 from ._results import as_json, json_problem
-from ._schema import METHODS, Message, Notification, Request, Response
+from ._schema import METHODS, Message, MethodSpec, Notification, Request, Response
 from ._validate import (
     ANY_DECODER,
     ENCODER,
     ENVELOPE_DECODER,
     HEAD_DECODER,
-    PARAMS_DECODERS,
+    TYPED_RESULT_DECODERS,
     check_struct,
     explain,
     has_free_form,
@@ -103,6 +97,8 @@ __all__ = [
 
 
 _MESSAGE_TYPES: Final = (Request, Response, Notification)
+_encode: Final = ENCODER.encode
+_encode_into: Final = ENCODER.encode_into
 # What msgspec raises on bad input: syntax (DecodeError, a ValueError),
 # schema (ValidationError), invalid UTF-8 (UnicodeDecodeError, a ValueError)
 # and nesting beyond the interpreter's recursion limit (RecursionError).
@@ -225,54 +221,106 @@ def typed_envelope(
 
 
 class Fast(NamedTuple):
-    """What the fast paths need to know of one method, in one lookup."""
+    """What the decode of one method's messages needs, in one lookup."""
 
+    name: str
     envelope: type[Request] | type[Notification]
     mutation: bool
-    params: msgspec.json.Decoder[Any]
     free_form: bool
     walk_ascii: bool
     walk_any: bool
     #: The params Struct type.
     params_type: type[Any]
     #: The envelope with ``params`` typed as that Struct: one decode checks
-    #: a whole message (``_hotpath.checked_wire``).
+    #: a whole message.
     typed: msgspec.json.Decoder[Any]
-    #: Neither free-form JSON (no depth scan) nor a walk of ASCII input.
-    plain: bool
+    #: Builds the public message from a decoded typed envelope.
+    build: Callable[[Any], Message]
+
+
+def _as_request(t: Any) -> Message:
+    # Field by field: about 0.13 us, a third of ``Request(**asdict(t))``.
+    return Request(
+        method=t.method,
+        id=t.id,
+        correlation_id=t.correlation_id,
+        params=t.params,
+        command_id=t.command_id,
+        causation_id=t.causation_id,
+        project_ref=t.project_ref,
+        task_ref=t.task_ref,
+    )
+
+
+def _as_notification(t: Any) -> Message:
+    return Notification(
+        method=t.method,
+        params=t.params,
+        stream_id=t.stream_id,
+        cursor=t.cursor,
+        correlation_id=t.correlation_id,
+        causation_id=t.causation_id,
+        project_ref=t.project_ref,
+        task_ref=t.task_ref,
+    )
+
+
+def _fast(spec: MethodSpec) -> Fast:
+    envelope = Request if spec.kind == "request" else Notification
+    return Fast(
+        name=spec.name,
+        envelope=envelope,
+        mutation=spec.mutation,
+        free_form=has_free_form(spec.params),
+        walk_ascii=needs_walk(spec.params, True),
+        walk_any=needs_walk(spec.params, False),
+        params_type=spec.params,
+        typed=msgspec.json.Decoder(typed_envelope(envelope, "params", spec.params)),
+        build=_as_request if envelope is Request else _as_notification,
+    )
 
 
 FAST: Final[Mapping[str, Fast]] = MappingProxyType(
-    {
-        name: Fast(
-            envelope=Request if spec.kind == "request" else Notification,
-            mutation=spec.mutation,
-            params=PARAMS_DECODERS[name],
-            free_form=has_free_form(spec.params),
-            walk_ascii=needs_walk(spec.params, True),
-            walk_any=needs_walk(spec.params, False),
-            params_type=spec.params,
-            typed=msgspec.json.Decoder(
-                typed_envelope(
-                    Request if spec.kind == "request" else Notification,
-                    "params",
-                    spec.params,
-                )
-            ),
-            plain=not has_free_form(spec.params) and not needs_walk(spec.params, True),
-        )
-        for name, spec in METHODS.items()
-    }
+    {name: _fast(spec) for name, spec in METHODS.items()}
 )
-#: The same, keyed by the method name's bytes (as it appears on the wire).
-_NOTIFICATION_PREFIX: Final = b'{"type":"notification",'
-_REQUEST_PREFIX: Final = b'{"type":"request",'
-_VERSION_FIRST: Final = b'{"schema_version":"1.0","type":"'
-_VERSION_REQUEST: Final = b'{"schema_version":"1.0","type":"request",'
-_VERSION_NOTIFICATION: Final = b'{"schema_version":"1.0","type":"notification",'
-_NOTIFICATION_DECODER: Final = msgspec.json.Decoder(Notification)
-_REQUEST_DECODER: Final = msgspec.json.Decoder(Request)
+# Both builders set every field but the tag and schema_version (always 1.0).
+assert {*Request.__struct_fields__} - {"schema_version"} == {
+    "method", "id", "correlation_id", "params", "command_id", "causation_id",
+    "project_ref", "task_ref",
+}  # fmt: skip
+assert {*Notification.__struct_fields__} - {"schema_version"} == {
+    "method", "params", "stream_id", "cursor", "correlation_id", "causation_id",
+    "project_ref", "task_ref",
+}  # fmt: skip
 
+#: How this library (and any encoder that writes the tag, the version and
+#: the method first) starts a request or a notification: the method's name
+#: follows, so its bytes choose the typed decoder without a first parse.
+REQUEST_PREFIX: Final = b'{"type":"request","schema_version":"1.0","method":"'
+NOTIFICATION_PREFIX: Final = b'{"type":"notification","schema_version":"1.0","method":"'
+_RESPONSE_PREFIX: Final = b'{"type":"response",'
+#: Each method's plan by the bytes of its name (as it appears on the wire).
+_BY_WIRE_NAME: Final[dict[bytes, Fast]] = {
+    name.encode("ascii"): plan for name, plan in FAST.items()
+}
+_RESPONSE_DECODER: Final = msgspec.json.Decoder(Response)
+
+
+class _Kind(msgspec.Struct):
+    """What chooses the decoder of input in another key order (only these
+    two members are built; msgspec skips the rest)."""
+
+    type: Any = None
+    method: Any = None
+
+
+_KIND_DECODER: Final = msgspec.json.Decoder(_Kind)
+_KIND_NAME: Final[dict[type[msgspec.Struct], str]] = {
+    Request: "request",
+    Notification: "notification",
+}
+_REQUEST_AT: Final = len(REQUEST_PREFIX)
+_NOTIFICATION_AT: Final = len(NOTIFICATION_PREFIX)
 
 # Whether each params Struct type can hold free-form JSON (where a caller
 # could splice in raw JSON that needs the duplicate-key proof).
@@ -281,99 +329,123 @@ _STRUCT_FREE_FORM: Final[Mapping[type, bool]] = MappingProxyType(
 )
 
 
+def _plan_of(wire: bytes) -> Fast | None:
+    """The plan of the method that input in another key order (or with an
+    escaped name) names, read by a decode of the two members that choose;
+    ``None`` for a response or anything the union decode explains."""
+    try:
+        kind = _KIND_DECODER.decode(wire)
+    except _DECODE_FAILURES:
+        return None
+    plan = FAST.get(kind.method) if type(kind.method) is str else None
+    if plan is None or kind.type != _KIND_NAME[plan.envelope]:
+        return None
+    return plan
+
+
+def rules_hold(typed: Any, plan: Fast) -> bool:
+    """The envelope rules a typed decode cannot express: ``task_ref`` only
+    beside ``project_ref``; ``command_id`` exactly on mutations (requests);
+    ``stream_id`` and ``cursor`` together (notifications). ``explain``
+    names the one that fails (``_validate.envelope_rules``)."""
+    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
+        return False
+    if plan.envelope is Request:
+        return plan.mutation is not (typed.command_id is UNSET)
+    return (typed.stream_id is UNSET) is (typed.cursor is UNSET)
+
+
 def decode_checked(
     wire: bytes,
     *,
     own_encoding: bool = False,
-    # Bound once at definition: this runs for every message, and each global
-    # or attribute lookup it saves is ~20 ns (~0.3 us in all, a tenth of
-    # the decode). Never passed by callers.
-    _unset: Any = UNSET,
-    # A private plain dict: a mapping proxy's get costs ~20 ns more.
-    _fast_table: Mapping[str, Fast] = dict(FAST),  # noqa: B008
-    _request: type[Request] = Request,
-    _response_type: type[Response] = Response,
-    _set_params: Any = msgspec.structs.force_setattr,
-    _encode: Any = ENCODER.encode,
-    _failures: tuple[type[BaseException], ...] = _DECODE_FAILURES,
+    scratch: bytearray | None = None,
+    results: Callable[[str], str | None] | None = None,
 ) -> Message:
-    """``decode`` of bytes within the size bound (the fast path; see the
-    module docstring). ``own_encoding`` is for ``encode`` only (see below)."""
-    # This library's own messages start with their tag; a decoder of that
-    # one type skips the union dispatch (about 0.25 us). Anything else, or
-    # a tag that is not what the prefix promised, is decoded by the union
-    # (or fails and is explained). (One decode of the envelope with typed
-    # params, as the send shortcut uses, is not cheaper here: choosing its
-    # decoder by the method's bytes and building the message from it cost
-    # more than the second decode saves.)
-    if wire.startswith(_NOTIFICATION_PREFIX):
-        decoder: msgspec.json.Decoder[Any] = _NOTIFICATION_DECODER
-    elif wire.startswith(_REQUEST_PREFIX):
-        decoder = _REQUEST_DECODER
-    elif wire.startswith(_VERSION_FIRST):
-        # The other common order (the schema's, and docs/protocol.md's
-        # examples): schema_version, then the tag.
-        if wire.startswith(_VERSION_REQUEST):
-            decoder = _REQUEST_DECODER
-        elif wire.startswith(_VERSION_NOTIFICATION):
-            decoder = _NOTIFICATION_DECODER
-        else:
-            decoder = ENVELOPE_DECODER
-    else:
-        decoder = ENVELOPE_DECODER
+    """``decode`` of bytes within the size bound (see the module
+    docstring). ``own_encoding`` is for ``encode`` only (see below);
+    ``scratch`` a buffer the caller owns and no other thread uses (a
+    connection's), for the re-encoding (no new bytes object per message).
+    ``results`` (a Client's) gives the method of the pending request an id
+    names: a result response to it is decoded by that method's result type
+    and carries the result Struct instead of ``msgspec.Raw`` (the result's
+    schema checked; its contextual rules are the caller's).
+    """
+    # The method's name chooses the decoder: read from the bytes when they
+    # start as this library writes them (the tag, which a decoder of one
+    # tagged type does not require, is then present), else by a head decode.
+    # Inline: a call costs about a tenth of the whole decode.
+    plan = None
+    if wire.startswith(REQUEST_PREFIX):
+        plan = _BY_WIRE_NAME.get(wire[_REQUEST_AT : wire.find(b'"', _REQUEST_AT)])
+    elif wire.startswith(NOTIFICATION_PREFIX):
+        at = _NOTIFICATION_AT
+        plan = _BY_WIRE_NAME.get(wire[at : wire.find(b'"', at)])
+    elif not wire.startswith(_RESPONSE_PREFIX):
+        plan = _plan_of(wire)
+    if plan is None:
+        return _other(wire, results)
     try:
-        envelope = decoder.decode(wire)
-    except _failures:
+        typed = plan.typed.decode(wire)
+    except _DECODE_FAILURES:
         return explain(wire)
-    if envelope.task_ref is not _unset and envelope.project_ref is _unset:
-        return explain(wire)
-    kind = type(envelope)
-    if kind is _response_type:
-        return _response(wire, envelope)
-    fast = _fast_table.get(envelope.method)
-    if fast is None or fast.envelope is not kind:
-        return explain(wire)
-    if kind is _request:
-        if fast.mutation is (envelope.command_id is _unset):
-            return explain(wire)
-    elif (envelope.stream_id is _unset) is not (envelope.cursor is _unset):
-        return explain(wire)
-    raw = envelope.params
-    if fast.free_form and not depth_within(bytes(raw), MAX_DEPTH - 1):
-        return explain(wire)
-    try:
-        params = fast.params.decode(raw)
-    except _failures:
-        return explain(wire)
-    # The envelope was decoded just now and nothing else holds it, so its
-    # params slot is filled in place (a copy with replace() costs twice as
-    # much); callers only ever see the finished, frozen message.
-    _set_params(envelope, "params", params)
     # ``own_encoding``: ``wire`` is msgspec's encoding of a message whose
     # params are a Struct without free-form JSON (encode() says so), so it is
     # canonical by construction: Structs have unique keys, schema_version is
     # always written, and nothing raw was spliced in.
-    canonical: bytes = wire if own_encoding else _encode(envelope)
-    if canonical == wire:
+    if own_encoding:
+        same = True
+    elif scratch is not None:
+        _encode_into(typed, scratch)
+        same = scratch == wire
+    else:
+        canonical = _encode(typed)
+        same = canonical == wire
+    if same:
         # msgspec writes non-ASCII text as raw UTF-8 (its only \u escapes
         # are for control characters), so ASCII canonical bytes decode to
         # ASCII strings, whose code points are their bytes.
         ascii_input = wire.isascii()
-    elif _unique_keys(wire, ((wire, canonical),)):
+    elif _unique_keys(
+        wire, ((wire, bytes(scratch) if scratch is not None else canonical),)
+    ):
         # ascii_only inline for input without a backslash (no \u escape)
         ascii_input = wire.isascii() and (wire.find(b"\\") < 0 or ascii_only(wire))
     else:
         return explain(wire)
-    if not ascii_input or fast.walk_ascii:
+    if typed.method != plan.name or not rules_hold(typed, plan):
+        return explain(wire)
+    # Params are the envelope's only container: a bound on the whole input.
+    if plan.free_form and not depth_within(wire, MAX_DEPTH):
+        return explain(wire)
+    message = plan.build(typed)
+    if not ascii_input or plan.walk_ascii:
         try:
             if not ascii_input:
-                check_struct(envelope, "", ascii_input)
-            if fast.walk_ascii if ascii_input else fast.walk_any:
-                check_struct(params, "/params", ascii_input)
+                check_struct(message, "", ascii_input)
+            if plan.walk_ascii if ascii_input else plan.walk_any:
+                check_struct(typed.params, "/params", ascii_input)
         except ProtocolError:
             return explain(wire)
-    message: Message = envelope
     return message
+
+
+def _other(wire: bytes, results: Callable[[str], str | None] | None) -> Message:
+    """A response, or input the union decode explains."""
+    # A decoder of the one tagged type does not require the tag: only
+    # this library's own prefix (which spells it) takes it.
+    decoder = (
+        _RESPONSE_DECODER if wire.startswith(_RESPONSE_PREFIX) else ENVELOPE_DECODER
+    )
+    try:
+        envelope = decoder.decode(wire)
+    except _DECODE_FAILURES:
+        return explain(wire)
+    if type(envelope) is not Response:
+        return explain(wire)
+    if envelope.task_ref is not UNSET and envelope.project_ref is UNSET:
+        return explain(wire)
+    return _response(wire, envelope, results)
 
 
 def _unique_keys(wire: bytes, pairs: tuple[tuple[bytes, bytes], ...]) -> bool:
@@ -420,9 +492,17 @@ def _utf8(wire: bytes) -> bool:
     return True
 
 
-def _response(wire: bytes, envelope: Response) -> Message:
+def _response(
+    wire: bytes, envelope: Response, results: Callable[[str], str | None] | None
+) -> Message:
     if (envelope.result is UNSET) is (envelope.error is UNSET):
         return explain(wire)
+    if results is not None and envelope.result is not UNSET:
+        method = results(envelope.id)
+        if method is not None:
+            typed = typed_result(wire, envelope, method)
+            if typed is not None:
+                return typed
     ascii_input = ascii_only(wire)
     try:
         if not ascii_input:
@@ -446,6 +526,37 @@ def _response(wire: bytes, envelope: Response) -> Message:
         return explain(wire)
     if any(a != b for a, b in pairs) and not _unique_keys(wire, pairs):
         return explain(wire)
+    return envelope
+
+
+def typed_result(wire: bytes, envelope: Response, method: str) -> Response | None:
+    """``envelope`` with its raw result decoded by ``method``'s result type,
+    when its bytes prove every rule ``decode`` and ``decode_result`` check:
+    the envelope and the result each msgspec's own encoding of what they
+    decode to (no key repeats, no default filled in, UTF-8), pure ASCII (no
+    identity byte length to check), free-form JSON within the depth bound,
+    and the result's walk. ``None``: the caller takes the general path,
+    which names any violation in order."""
+    result_decoder = TYPED_RESULT_DECODERS.get(method)
+    if result_decoder is None or not wire.isascii():
+        return None
+    given: Any = envelope.result  # msgspec.Raw: the caller checked it is set
+    raw = bytes(given)
+    try:
+        result = result_decoder.decode(raw)
+    except _DECODE_FAILURES:
+        return None
+    if _encode(result) != raw or _encode(envelope) != wire:
+        return None
+    if has_free_form(type(result)) and not depth_within(wire, MAX_DEPTH):
+        return None
+    if needs_walk(type(result), True):
+        try:
+            check_struct(result, "/result", True)
+        except ProtocolError:
+            return None
+    # Decoded just now and held by nobody else: filled in place.
+    msgspec.structs.force_setattr(envelope, "result", result)
     return envelope
 
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET
 
-from ._codec import FAST, Fast, encode, typed_envelope
+from ._codec import encode, typed_envelope
 from ._contract import RULES
 from ._errors import Origin, ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
@@ -27,8 +27,6 @@ from ._options import DEFAULT_MAX_MESSAGE_BYTES, wrong_type
 from ._results import decode_result
 from ._schema import (
     METHODS,
-    Notification,
-    Request,
     Response,
     StreamResumeResult,
     method_spec,
@@ -43,38 +41,16 @@ from ._validate import (
 )
 
 __all__ = [
-    "NOTIFICATION_PREFIX",
-    "REQUEST_PREFIX",
-    "RESPONSE_PREFIX",
     "RESULT_PLANS",
-    "SEND_PLANS",
     "ResultPlan",
     "WireCache",
     "checked_response",
-    "checked_wire",
     "encode_response",
     "proven_result",
-    "send_wire",
-    "typed_notification",
-    "typed_request",
-    "typed_response",
 ]
-
-#: How this library encodes every response (tag first, then the fields in
-#: definition order): what the typed shortcut is tried on.
-RESPONSE_PREFIX: Final = b'{"type":"response","schema_version":"1.0","id":"'
-#: The same for requests (the method comes third): what the typed message
-#: shortcut is tried on, its decoder chosen by the method's bytes.
-REQUEST_PREFIX: Final = b'{"type":"request","schema_version":"1.0","method":"'
-#: And for notifications (the same shortcut).
-NOTIFICATION_PREFIX: Final = b'{"type":"notification","schema_version":"1.0","method":"'
 
 _FAILURES: Final = (ValueError, TypeError, OverflowError, RecursionError)
 _astuple: Final = msgspec.structs.astuple
-#: The typed shortcuts re-encode what they decoded into ``scratch``, a
-#: buffer the connection owns (no new bytes object per message; connection
-#: objects are not shared between threads, so neither is their buffer).
-_encode_into: Final = ENCODER.encode_into
 # checked_response compares a response with its typed envelope by position.
 assert Response.__struct_fields__[-1] == "error"
 
@@ -111,138 +87,6 @@ RESULT_PLANS: Final[Mapping[str, ResultPlan]] = {
     for name, spec in METHODS.items()
     if spec.result is not None and spec.result is not StreamResumeResult
 }
-
-
-def typed_response(
-    wire: bytes, plan: ResultPlan, scratch: bytearray
-) -> Response | None:
-    """The response ``decode`` makes of ``wire`` with its result Struct as
-    ``decode_result`` makes it, in one typed decode, or ``None``. What it
-    returns is the typed envelope (an instance of the method's typed
-    response variant, not of `Response`: the same fields and values,
-    without ``error``); the connection reads its fields and hands out only
-    the result.
-
-    Exact because it accepts only bytes that are msgspec's own encoding of
-    what they decode to (so no key repeats and no default filled a missing
-    field, as in ``decode``), typed exactly as the envelope and the result
-    decoders type them, pure ASCII (so no identity byte length to check),
-    with ``task_ref`` only beside ``project_ref``, at most ``MAX_DEPTH``
-    deep (the result is the envelope's only container, so this is the
-    result's depth bound of ``decode``; a result without free-form JSON
-    cannot nest deeper than its schema, which msgspec enforces while it
-    decodes), and passing the result's walk.
-    Only ``result`` responses decode (``error`` is an unknown field here).
-    The caller passes ``plan`` of the pending request the id names and
-    checks that the decoded id is that one, and its connection's
-    ``scratch`` buffer (see ``_encode_into``).
-    """
-    try:
-        typed: Any = plan.response.decode(wire)
-    except _FAILURES:
-        return None
-    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
-        return None
-    _encode_into(typed, scratch)
-    if scratch != wire:
-        return None
-    # msgspec writes non-ASCII text as raw UTF-8 (its only \u escapes are
-    # for control characters), so its ASCII output decodes to ASCII strings.
-    if not wire.isascii():
-        return None
-    # Only free-form JSON can nest deeper than the schema does.
-    if plan.free_form and not depth_within(wire, MAX_DEPTH):
-        return None
-    if plan.walk:
-        try:
-            check_struct(typed.result, "/result", True)
-        except ProtocolError:
-            return None
-    # The typed envelope itself (it has every field of a result Response,
-    # and ``error`` is absent by construction): only the connection reads it.
-    response: Response = typed
-    return response
-
-
-def typed_request(wire: bytes, plan: Fast, scratch: bytearray) -> Any | None:
-    """The request ``decode`` makes of ``wire``, in one typed decode, or
-    ``None`` (then the caller runs ``decode``, which accepts or names the
-    violation). ``plan`` is ``FAST[method]`` of the request method whose
-    name ``wire`` spells right after :data:`REQUEST_PREFIX`, up to the next
-    quote; ``scratch`` the connection's buffer (see ``_encode_into``).
-
-    What it returns is the typed envelope (an instance of the method's
-    typed request variant, not of `Request`: the same fields, values and
-    order, with ``params`` the method's params Struct, as ``decode`` makes
-    it); a Server reads its fields and hands the handler its params.
-
-    Exact for the same reasons as :func:`typed_response`: it accepts only
-    bytes that are msgspec's own encoding of what they decode to (so no key
-    repeats, ``schema_version`` was written and no default filled a missing
-    field), decoded by the envelope's fields and the params decoder's type
-    (the same constraints as ``decode``'s two decoders), pure ASCII (no
-    identity byte length to check), with the envelope rules ``decode`` adds
-    (``task_ref`` only beside ``project_ref``; ``command_id`` exactly on
-    mutations), at most ``MAX_DEPTH`` deep (params are the envelope's only
-    container) and passing the params walk. The method is the one the
-    caller chose ``plan`` by: a method name is ASCII without a backslash or
-    quote, so the bytes up to the next quote are the whole string, and the
-    encoding holds one ``method`` key; the tag is the prefix's.
-
-    (:func:`typed_notification` is its twin for notifications, kept apart:
-    the interpreter specializes a function's attribute lookups for the
-    classes it sees, and one function for both kinds ran about 4% slower.)
-    """
-    try:
-        typed: Any = plan.typed.decode(wire)
-    except _FAILURES:
-        return None
-    _encode_into(typed, scratch)
-    if scratch != wire or not wire.isascii():
-        return None
-    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
-        return None
-    if plan.mutation is (typed.command_id is UNSET):
-        return None
-    if plan.plain or _params_checked(plan, typed.params, wire):
-        return typed
-    return None
-
-
-def typed_notification(wire: bytes, plan: Fast, scratch: bytearray) -> Any | None:
-    """:func:`typed_request` for a notification (its method's name right
-    after :data:`NOTIFICATION_PREFIX`): the same proof, with ``stream_id``
-    and ``cursor`` together instead of the ``command_id`` rule. A Client
-    builds the `Notification` it hands out from the typed envelope."""
-    try:
-        typed: Any = plan.typed.decode(wire)
-    except _FAILURES:
-        return None
-    _encode_into(typed, scratch)
-    if scratch != wire or not wire.isascii():
-        return None
-    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
-        return None
-    if (typed.stream_id is UNSET) is not (typed.cursor is UNSET):
-        return None
-    if plan.plain or _params_checked(plan, typed.params, wire):
-        return typed
-    return None
-
-
-def _params_checked(
-    plan: Fast, params: Any, wire: bytes, ascii_input: bool = True
-) -> bool:
-    # The depth bound and the params walk (of ASCII input unless said), for
-    # params that are not plain.
-    if plan.free_form and not depth_within(wire, MAX_DEPTH):
-        return False
-    if plan.walk_ascii if ascii_input else plan.walk_any:
-        try:
-            check_struct(params, "/params", ascii_input)
-        except ProtocolError:
-            return False
-    return True
 
 
 def proven_result(
@@ -354,93 +198,6 @@ def encode_response(
             decode_result(method, response.result)
         except ProtocolError as exc:
             raise exc.with_origin("local") from None
-    return wire
-
-
-#: Every method's fast-path facts (the codec's table): its envelope with
-#: ``params`` typed as the method's params Struct, so that one decode checks
-#: a whole message.
-SEND_PLANS: Final[Mapping[str, Fast]] = FAST
-
-
-def checked_wire(
-    plan: Fast, message: Request | Notification, max_bytes: int
-) -> bytes | None:
-    """``samgita_protocol.encode(message, max_message_bytes=max_bytes)`` of a
-    request or notification this side built around its method's params
-    Struct, or ``None`` (then the caller runs ``encode``, which refuses or
-    returns the same bytes). ``plan`` is ``SEND_PLANS[message.method]``.
-
-    ``encode`` encodes the message, decodes the bytes with every rule of
-    ``decode`` and refuses a message that is not equal to what it decoded
-    to. Here one typed decode does the envelope's and the params' checks
-    (the same fields and constraints as ``decode``'s envelope and params
-    decoders); the bytes are msgspec's encoding of Structs (valid UTF-8, no
-    default filled in; raw UTF-8 for non-ASCII text), at most ``MAX_DEPTH``
-    deep (params are the envelope's only container),
-    with the envelope rules ``decode`` adds (``task_ref`` only beside
-    ``project_ref``; ``command_id`` exactly on mutations; ``stream_id`` and
-    ``cursor`` together) and the walk ``decode`` does (for non-ASCII bytes
-    also the identities' UTF-8 lengths); and the decoded message must
-    equal ``message`` field by field (which also proves that no key repeats:
-    JSON decodes to string keys only, so equal free-form objects hold no two
-    keys that encode alike).
-    """
-    params = message.params
-    # Exactly the envelope and params types (encode refuses a subclass).
-    if type(message) is not plan.envelope or type(params) is not plan.params_type:
-        return None
-    try:
-        wire = ENCODER.encode(message)
-        typed = plan.typed.decode(wire)
-    except _FAILURES:
-        return None
-    if (
-        len(wire) > max_bytes
-        or (typed.task_ref is not UNSET and typed.project_ref is UNSET)
-        or _astuple(typed) != _astuple(message)
-    ):
-        return None
-    if plan.envelope is Request:
-        if plan.mutation is (typed.command_id is UNSET):
-            return None
-    elif (typed.stream_id is UNSET) is not (typed.cursor is UNSET):
-        return None
-    if not (plan.plain and wire.isascii()) and not _walked(plan, message, typed, wire):
-        return None
-    return wire
-
-
-def _walked(
-    plan: Fast, message: Request | Notification, typed: Any, wire: bytes
-) -> bool:
-    # checked_wire's depth bound and walks, for free-form params, params
-    # with a walk, or non-ASCII bytes.
-    ascii_input = wire.isascii()
-    if not _params_checked(plan, typed.params, wire, ascii_input):
-        return False
-    if not ascii_input:
-        # Identity lengths are UTF-8 bytes: what decode walks for non-ASCII
-        # input (the envelope's own fields; params above).
-        try:
-            check_struct(message, "", False)
-        except ProtocolError:
-            return False
-    return True
-
-
-def send_wire(message: Request | Notification, max_bytes: int) -> bytes:
-    """``samgita_protocol.encode(message, max_message_bytes=max_bytes)`` of a
-    request or notification this side built: :func:`checked_wire` when it
-    can prove the bytes, else ``encode`` itself.
-
-    Raises:
-        ProtocolError: what ``encode`` raises (origin ``local``).
-    """
-    plan = SEND_PLANS.get(message.method)
-    wire = None if plan is None else checked_wire(plan, message, max_bytes)
-    if wire is None:
-        wire = encode(message, max_message_bytes=max_bytes)
     return wire
 
 

@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from samgita_protocol._contract import check_echo, validate_result
+from samgita_protocol._contract import check_echo, check_result, validate_result
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._options import wrong_type
 from samgita_protocol._schema import Request, Response
@@ -265,8 +265,15 @@ class Outbox:
         if response.error is not msgspec.UNSET:
             outcome = ProtocolError.from_wire(response.error, origin="remote")
         else:
+            result = response.result
             try:
-                outcome = validate_result(request, response.result, now=now)
+                if isinstance(result, msgspec.Raw):
+                    outcome = validate_result(request, result, now=now)
+                else:
+                    # Decoded by the method's result type already (the
+                    # codec's ``results``): only the contextual rules remain.
+                    check_result(request, result, now=now, origin="peer")
+                    outcome = result
             except ProtocolError as exc:
                 outcome = exc
         return entry, outcome, content_key(response, wire)

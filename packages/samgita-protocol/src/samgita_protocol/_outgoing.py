@@ -5,7 +5,7 @@ build a notification the same way: a defined notification method (a wrong
 name is the caller's ``ValueError``, see docs/protocol.md section 7), of a
 negotiated group, with its params Struct (or a mapping converted to it) and
 the envelope keywords (``None`` is absent), proven by its own bytes
-(``send_wire``; an envelope keyword of the wrong type is named as a
+(``encode``; an envelope keyword of the wrong type is named as a
 ``TypeError`` once that fails).
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 from msgspec import UNSET
 
+from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
-from ._hotpath import send_wire
 from ._options import envelope_types
 from ._results import params_of
 from ._schema import METHODS, Notification, method_spec
@@ -60,7 +60,7 @@ def notification_to_send(
         )
     notification = Notification(
         method=method,
-        # A params Struct is proven with the envelope by send_wire below.
+        # A params Struct is proven with the envelope by encode below.
         params=params
         if type(params) is spec.params
         else params_of(method, params, "params"),
@@ -72,7 +72,7 @@ def notification_to_send(
         task_ref=UNSET if task_ref is None else task_ref,
     )
     try:
-        wire = send_wire(notification, max_bytes)
+        wire = encode(notification, max_message_bytes=max_bytes)
     except ProtocolError:
         envelope_types(
             stream_id=stream_id,

@@ -16,7 +16,7 @@ from msgspec import UNSET
 
 from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
-from ._hotpath import SEND_PLANS, WireCache, checked_wire
+from ._hotpath import WireCache
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, check_id, positive_int, wrong_type
 from ._schema import Notification, StreamResumeResult
 
@@ -212,15 +212,7 @@ class Replay:
                 "sequenced input must continue the stream",
                 data={"expected": next_cursor, "cursor": cursor},
             )
-        # encode's bytes, proven by one typed decode when it can (send_wire).
-        plan = SEND_PLANS.get(notification.method)
-        wire = (
-            None
-            if plan is None
-            else checked_wire(plan, notification, self._max_message_bytes)
-        )
-        if wire is None:
-            wire = encode(notification, max_message_bytes=self._max_message_bytes)
+        wire = encode(notification, max_message_bytes=self._max_message_bytes)
         size = len(wire)
         if size > self._max_bytes:
             raise ProtocolError(

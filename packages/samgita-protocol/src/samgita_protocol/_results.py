@@ -16,6 +16,7 @@ from ._jsonscan import (
     MAX_DEPTH,
     ascii_only,
     checked_json,
+    depth_within,
     error,
     pointer_segment,
     short_path,
@@ -35,8 +36,20 @@ from ._validate import (
     check_struct,
     decode_params,
     from_validation_error,
+    has_free_form,
     needs_walk,
 )
+
+#: What msgspec raises on bad input (see ``_codec``).
+_DECODE_FAILURES: Final = (ValueError, RecursionError)
+#: Per request method: whether its result can hold free-form JSON, and
+#: whether an ASCII result needs the walk.
+_FREE_FORM: Final = {
+    n: has_free_form(s.result) for n, s in METHODS.items() if s.result is not None
+}
+_WALK: Final = {
+    n: needs_walk(s.result, True) for n, s in METHODS.items() if s.result is not None
+}
 
 # -- results and caller-built values ---------------------------------------------------------
 
@@ -164,6 +177,25 @@ def result_of(method: str, raw: object, name: str) -> Any:
 
 
 def _decode_result_bytes(spec: MethodSpec, data: bytes) -> Any:
+    # The typed decode first: bytes that are msgspec's own encoding of what
+    # they decode to repeat no key and are UTF-8, and only free-form JSON
+    # nests deeper than the schema; ASCII canonical bytes are ASCII strings.
+    # Anything else takes the ordered byte checks below, which name the
+    # first violation.
+    if spec.result is not StreamResumeResult:
+        try:
+            result = RESULT_DECODERS[spec.name].decode(data)
+        except _DECODE_FAILURES:
+            result = None
+        if (
+            result is not None
+            and data.isascii()
+            and ENCODER.encode(result) == data
+            and (not _FREE_FORM[spec.name] or depth_within(data, MAX_DEPTH - 1))
+        ):
+            if _WALK[spec.name]:
+                check_struct(result, "/result", True)
+            return result
     ascii_input = ascii_only(data)
     value = checked_json(data, MAX_DEPTH, "/result")
     try:

@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ._codec import FAST, Fast, decode, decode_checked, encode, encode_unchecked
+from ._codec import decode, decode_checked, encode, encode_unchecked
 from ._contract import RULES, negotiate, wall_clock
 from ._errors import ErrorCode, ProtocolError
 from ._given import given_message
@@ -41,13 +41,10 @@ from ._handler import (
     implements_responses,
 )
 from ._hotpath import (
-    REQUEST_PREFIX,
     RESULT_PLANS,
     ResultPlan,
     WireCache,
     proven_result,
-    send_wire,
-    typed_request,
 )
 from ._options import (
     DEFAULT_MAX_STREAMS,
@@ -85,12 +82,10 @@ from ._state import (
 )
 from ._streams import ServerPositions
 from ._windows import (
-    INLINE_BYTES,
     ContentKey,
     RecentIds,
     content_key,
     same_content,
-    typed_key,
 )
 
 __all__ = ["Server"]
@@ -127,8 +122,6 @@ _UNRECOVERABLE: Final = frozenset(
     }
 )
 
-#: Where the method name starts in a request of this library's encoding.
-_METHOD_AT: Final = len(REQUEST_PREFIX)
 
 #: Where a failed handler callback is logged (ERROR, with its traceback),
 #: and what of it is logged: the method and identities, never params or
@@ -281,10 +274,8 @@ class Server(Stateful):
         "_on_callback_error",
         "_outbox",
         "_positions",
-        "_lanes",
         "_scratch",
         "_seen",
-        "_typed_lanes",
         "_wire",
     )
 
@@ -351,7 +342,7 @@ class Server(Stateful):
         self._on_callback_error = on_callback_error
         self._limits = limits
         self._max_bytes = limits.max_message_bytes
-        # The typed request shortcut's re-encoding buffer (see _hotpath).
+        # The codec's re-encoding buffer (see decode_checked).
         self._scratch = bytearray()
         self._positions = ServerPositions(
             max_streams=limits.max_streams
@@ -361,13 +352,6 @@ class Server(Stateful):
         )
         self._negotiated: frozenset[str] = frozenset()
         self._seen: RecentIds[str, ContentKey] = RecentIds(limits.max_completed)
-        # The requests `receive_bytes` answers in one step: every request method
-        # of the negotiated groups (filled when initialization succeeds).
-        # Each with its result plan (None for stream/resume).
-        self._lanes: dict[str, ResultPlan | None] = {}
-        # The same keyed by the method name's bytes, with the method's typed
-        # request decoder first (see receive_bytes).
-        self._typed_lanes: dict[bytes, tuple[Fast, ResultPlan | None]] = {}
         # Server-initiated requests are reads (see request()), so the
         # uncertain bound is never reached; 1 keeps the Outbox's check honest.
         self._outbox = Outbox(
@@ -542,7 +526,7 @@ class Server(Stateful):
                 # Bytes within the bound go straight to the codec's fast path
                 # (what decode does after its argument checks).
                 message = (
-                    decode_checked(wire)
+                    decode_checked(wire, scratch=self._scratch)
                     if type(wire) is bytes and len(wire) <= max_bytes
                     else decode(wire, max_message_bytes=max_bytes)
                 )
@@ -673,15 +657,6 @@ class Server(Stateful):
         )
         self._move(Event.INITIALIZED)
         self._negotiated = frozenset(supported)
-        self._lanes = {
-            name: RESULT_PLANS.get(name)
-            for name, spec in METHODS.items()
-            if spec.kind == "request" and spec.group in self._negotiated
-        }
-        self._typed_lanes = {
-            name.encode("ascii"): (FAST[name], plan)
-            for name, plan in self._lanes.items()
-        }
         return Response(
             id=request.id, correlation_id=request.correlation_id, result=result
         )
@@ -708,8 +683,7 @@ class Server(Stateful):
         ``copy``: the response carries a decoded copy of the handler's
         result (it is handed to the caller), not the handler's object;
         ``None``: the caller needs only the bytes, so a proven result's
-        response is not built (``None``). ``request`` is a `Request` or a
-        typed request (``_hotpath.typed_request``).
+        response is not built (``None``).
 
         The handler's result must be a valid, bound result for this request
         that fits in one message; otherwise the peer gets a fixed internal
@@ -1093,7 +1067,7 @@ class Server(Stateful):
             task_ref=_unset(task_ref),
         )
         try:
-            wire = send_wire(request, self._limits.max_message_bytes)
+            wire = encode(request, max_message_bytes=self._limits.max_message_bytes)
         except ProtocolError:
             envelope_types(
                 correlation_id=correlation_id,
@@ -1142,85 +1116,7 @@ class Server(Stateful):
             TypeError, ProtocolError: as `receive`, and as `encode` for a
                 reply this Server did not validate when it built it.
         """
-        if type(data) is bytes and self._state is _READY:
-            clock = None if now is None else wall_clock(now)  # before any change
-            # A request in this library's own encoding, decoded once by its
-            # method's typed envelope (``_hotpath.typed_request``; the
-            # handler gets its params and a context read from it, as from
-            # the `Request` ``decode`` would build), with an id not seen
-            # before: what `receive` does for it, in one step. (A large one
-            # is re-encoded into a buffer of its own: the connection's stays
-            # small.)
-            if (size := len(data)) <= self._max_bytes and data.startswith(
-                REQUEST_PREFIX
-            ):
-                lane = self._typed_lanes.get(
-                    data[_METHOD_AT : data.find(b'"', _METHOD_AT)]
-                )
-                small = size <= INLINE_BYTES
-                request = (
-                    None
-                    if lane is None
-                    else typed_request(
-                        data, lane[0], self._scratch if small else bytearray()
-                    )
-                )
-                if request is not None:
-                    key: ContentKey = (
-                        ("wire", data) if small else typed_key(request, data)
-                    )
-                    if not self._seen.add_new(request.id, key):
-                        # a repeated id: the general path compares content
-                        return [self.encode(m) for m in self.receive(data, now=now)]
-                    assert lane is not None
-                    response, wire, queued = self._handled(
-                        request, lane[1], clock, None
-                    )
-                    if wire is not None and not queued:
-                        return [wire]
-                    return self._sent(response, wire, queued)
-            answered = self._request_lane(data, clock)
-            if answered is not None:
-                return answered
         return [self.encode(message) for message in self.receive(data, now=now)]
-
-    def _request_lane(self, data: bytes, now: datetime | None) -> list[bytes] | None:
-        """`receive_bytes` of another valid request (larger, or in another
-        encoding), within the size bound, of a negotiated group, with an id
-        not seen before, in one step (``now`` is checked already); or
-        ``None`` for the general path
-        (which then decodes again and names any failure). What it does is
-        exactly what `receive` does for such a request (a handler call, the
-        `seen` window entry) and it returns the bytes `receive_bytes` would,
-        without building and looking up the messages it does not return."""
-        if len(data) > self._max_bytes:
-            return None
-        try:
-            message = decode_checked(data)
-        except ProtocolError:
-            return None
-        if type(message) is not Request:
-            return None
-        if message.method not in self._lanes:
-            return None
-        key: ContentKey = (
-            ("wire", data) if len(data) <= INLINE_BYTES else content_key(message, data)
-        )
-        if not self._seen.add_new(message.id, key):
-            return None  # a repeated id: the general path compares content
-        response, wire, queued = self._handled(
-            message, self._lanes[message.method], now, None
-        )
-        return self._sent(response, wire, queued)
-
-    def _sent(
-        self, response: Response | None, wire: bytes | None, queued: list[Notification]
-    ) -> list[bytes]:
-        """The bytes of a handled request's response and its notifications."""
-        if wire is None:
-            assert response is not None
-            wire = self.encode(response)
-        return [wire, *[self.encode(notification) for notification in queued]]
 
     # -- ending waits -------------------------------------------------------------------
 

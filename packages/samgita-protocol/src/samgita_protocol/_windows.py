@@ -39,7 +39,6 @@ __all__ = [
     "content_digest",
     "content_key",
     "same_content",
-    "typed_key",
 ]
 
 K = TypeVar("K")
@@ -269,17 +268,6 @@ def content_key(message: object, wire: bytes | str | None) -> ContentKey:
     if wire is not None and len(wire) <= INLINE_BYTES:
         return ("wire", wire)
     return ("digest", _digest_of(message, wire))
-
-
-def typed_key(typed: object, wire: bytes) -> ContentKey:
-    """:func:`content_key` of the request or notification a typed shortcut
-    decoded from ``wire`` (``_hotpath.typed_request``): the typed envelope
-    has the tag, fields and values of the message ``decode`` makes (its
-    params are the method's Struct, nothing raw), so its sorted encoding
-    is that message's canonical form."""
-    if len(wire) <= INLINE_BYTES:
-        return ("wire", wire)
-    return ("digest", _decoded_digest(typed))
 
 
 def same_content(key: ContentKey, message: object, wire: bytes | str | None) -> bool:
