@@ -1,7 +1,8 @@
-"""The accept-only shortcuts (``_hotpath``) against the general path: they
-return what ``decode`` + ``decode_result`` return, or nothing; and the
-connections' ``encode`` hands out the bytes ``samgita_protocol.encode``
-gives."""
+"""What is left of ``_hotpath``: the Server's proof of its handler's
+result and ``encode_response`` against ``decode_result`` + ``encode``; the
+connections' ``encode`` (the send cache) against ``samgita_protocol.encode``;
+and a connection's answer to bytes against its answer to the decoded
+message."""
 
 from __future__ import annotations
 
@@ -41,7 +42,6 @@ from samgita_protocol._hotpath import (
     checked_response,
     proven_result,
 )
-from samgita_protocol._windows import INLINE_BYTES
 
 INPUT = [{"type": "text", "text": "hello world"}]
 
@@ -433,7 +433,7 @@ def test_replay_encode_hands_out_the_appended_bytes() -> None:
         replay.encode(bad)
 
 
-# -- the send shortcut (checked_wire) against encode -----------------------------
+# -- every built message against encode --------------------------------------------
 
 _FIXTURES = Path(__file__).parent / "schemas" / "1.0" / "fixtures" / "accepted"
 
@@ -673,77 +673,15 @@ def test_response_to_echoes_the_whole_identity_and_a_client_accepts_it() -> None
     assert error.result is msgspec.UNSET and error.error.code == "not_found"
 
 
-# -- typed_request: the Server's one-decode lane --------------------------------------
-
-
-def _large_requests() -> list[tuple[str, bytes]]:
-    """Requests over INLINE_BYTES (the seen window keeps their digest): an
-    event with a large free-form payload, nested and with many keys."""
-    out = []
-    for message in BUILT:
-        if message.method != "project/event.receive":
-            continue
-        event = message.params.event
-        for payload in (
-            {"pad": "x" * 2000},
-            {"rows": [{"k": i, "v": "y" * 30} for i in range(400)]},
-            {"b": {"a": [1, 2.5, None, True, "z" * 5000]}, "a": 1},
-        ):
-            big = msgspec.structs.replace(
-                message,
-                params=msgspec.structs.replace(
-                    message.params,
-                    event=msgspec.structs.replace(event, payload=payload),
-                ),
-            )
-            out.append((big.method, encode(big)))
-    assert out and all(len(w) > INLINE_BYTES for _, w in out)
-    return out
-
-
-REQUESTS = [
-    (message.method, encode(message))
-    for message in BUILT
-    if isinstance(message, Request)
-] + _large_requests()
+# -- bytes and decoded messages give the same answers ---------------------------------
 
 
 NOTIFICATIONS = [encode(m) for m in BUILT if isinstance(m, Notification)]
 
-#: Every message the typed shortcuts are tried on: (its kind, its bytes).
-
-
-def _typed_mutations(wire: bytes, kind: type[Any]) -> list[bytes]:
-    text = wire.decode()
-    if kind is Notification:
-        return [
-            *_envelope_mutations(wire, "params"),
-            text[:-1].encode() + b',"method":"item/delta"}',
-            text[:-1].encode() + b',"stream_id":"s"}',
-            text[:-1].encode() + b',"cursor":1}',
-            text[:-1].encode() + b',"stream_id":"s","cursor":0}',
-            text.replace('":"', '":"\\u00e9', 1).encode(),
-            wire.replace(b'"params":{"', b'"params":{"\xff', 1),
-        ]
-    return [
-        *_envelope_mutations(wire, "params"),
-        # a repeated key at the top
-        text.replace('"id":"', '"id":"zz","id":"', 1).encode(),
-        text[:-1].encode() + b',"method":"thread/read"}',
-        # command_id added to a read or taken from a mutation
-        text[:-1].encode() + b',"command_id":"k9"}',
-        text.replace('"command_id":', '"causation_id":', 1).encode(),
-        text.replace('"id":"', '"id":"\\u00e9', 1).encode(),
-        text.replace('"id":"', '"id":"\u00e9', 1).encode(),
-        # an empty id, invalid UTF-8
-        text.replace('"correlation_id":"', '"correlation_id":"","x":"', 1).encode(),
-        wire.replace(b'"id":"', b'"id":"\xff', 1),
-    ]
-
 
 def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> None:
-    """The lane (typed request) and the general path (decode, then receive)
-    give the same bytes, and the handler sees the same params and context."""
+    """Bytes (``receive_bytes``) and the decoded message (``receive``, then
+    ``encode``) give the same bytes, and the handler sees the same params and context."""
     seen: list[tuple[Any, Any]] = []
     lane_pair, general_pair = ConnectionPair(), ConnectionPair()
     for pair in (lane_pair, general_pair):
@@ -779,8 +717,7 @@ def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> Non
 
 
 def test_a_client_receives_a_typed_notification_as_the_decoded_one() -> None:
-    """Through the lane (bytes) and the general path (the decoded message)
-    a client gives the same effects, buffers sequenced notifications the
+    """Given the bytes or the decoded message, a client gives the same effects, buffers sequenced notifications the
     same way, and refuses a group it did not negotiate the same way."""
     for groups in (None, ["cancellation.v1"]):
         lane, general = (

@@ -626,9 +626,7 @@ class Client(Stateful):
             # The codec's fast path for bytes within the bound (what decode
             # does after its argument checks); every failure is the peer's.
             wire = data
-            message = decode_checked(
-                data, scratch=self._scratch, results=self._results
-            )
+            message = decode_checked(data, scratch=self._scratch, results=self._results)
         elif isinstance(data, (bytes, bytearray, memoryview, str)):
             source: bytes | bytearray | memoryview | str = data
             if (
