@@ -33,7 +33,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from samgita_protocol._codec import FAST, Fast, decode, decode_checked, encode
+from samgita_protocol._codec import decode, decode_checked, encode
 from samgita_protocol._contract import (
     check_initialize,
     validate_result,
@@ -53,6 +53,7 @@ from samgita_protocol._hotpath import (
     WireCache,
 )
 from samgita_protocol._outbox import DUPLICATE, Outbox, Pending, limit_error
+from samgita_protocol._plans import PLANS, Plan
 from samgita_protocol._results import decode_result, params_of
 from samgita_protocol._schema import (
     CAPABILITY_GROUPS,
@@ -266,7 +267,7 @@ class Client(Stateful):
         # The request methods sendable while ready (of the negotiated groups,
         # not server-only), with their send plans: set when initialization
         # succeeds and emptied on disconnect, so filled only while ready.
-        self._lanes: dict[str, Fast] = {}
+        self._lanes: dict[str, Plan] = {}
         # Notification methods of the negotiated groups (empty unless ready).
         self._notifications: frozenset[str] = frozenset()
         self._version: str | None = None
@@ -489,7 +490,7 @@ class Client(Stateful):
             # below (converting it first would validate it twice).
             converted: Any = (
                 params
-                if type(params) is plan.params_type
+                if type(params) is plan.payload_type
                 else params_of(method, params, "params")
             )
         else:
@@ -711,7 +712,7 @@ class Client(Stateful):
         self._move(Event.INITIALIZED)
         self._negotiated = frozenset(result.capabilities)
         self._lanes = {
-            name: FAST[name]
+            name: PLANS[name]
             for name, spec in METHODS.items()
             if spec.kind == "request"
             and spec.group in self._negotiated

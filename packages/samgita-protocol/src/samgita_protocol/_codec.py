@@ -52,10 +52,9 @@ accepting path: figures are in bench/codec.py and the README.
 from __future__ import annotations
 
 import sys
-import typing
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, TypeAlias
 
 import msgspec
 from msgspec import UNSET
@@ -72,26 +71,31 @@ from ._jsonscan import (
     find_duplicate_key,
 )
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, positive_int, wrong_type
+from ._plans import (
+    BY_WIRE_NAME,
+    NOTIFICATION_PREFIX,
+    PLANS,
+    REQUEST_PREFIX,
+    RESPONSE_PLANS,
+    RESPONSE_PREFIX,
+    Plan,
+    rules_hold,
+)
 from ._results import as_json, json_problem
-from ._schema import METHODS, Message, MethodSpec, Notification, Request, Response
+from ._schema import METHODS, Message, Notification, Request, Response
 from ._validate import (
     ANY_DECODER,
     ENCODER,
     ENVELOPE_DECODER,
     HEAD_DECODER,
-    TYPED_RESULT_DECODERS,
     check_struct,
     explain,
     has_free_form,
-    needs_walk,
 )
 
 __all__ = [
-    "FAST",
-    "Fast",
     "decode",
     "encode",
-    "typed_envelope",
     "validate",
 ]
 
@@ -187,123 +191,12 @@ def decode(
     return decode_checked(wire)
 
 
-def typed_envelope(
-    cls: type[msgspec.Struct], typed: str, as_type: type[Any], drop: str | None = None
-) -> type[msgspec.Struct]:
-    """Envelope ``cls`` with field ``typed`` required and of type ``as_type``
-    (and without field ``drop``): the same fields, order, constraints and
-    configuration otherwise, so it decodes and encodes what ``cls`` does
-    with that field typed."""
-    hints = typing.get_type_hints(cls, include_extras=True)
-    fields: list[Any] = []
-    for field in msgspec.structs.fields(cls):
-        assert field.encode_name == field.name  # no renamed fields to copy
-        if field.name == drop:
-            continue
-        if field.name == typed:
-            fields.append((typed, as_type))
-        elif field.required:
-            fields.append((field.name, hints[field.name]))
-        else:
-            fields.append((field.name, hints[field.name], field.default))
-    config = cls.__struct_config__
-    return msgspec.defstruct(
-        "Typed" + cls.__name__,
-        fields,
-        frozen=config.frozen,
-        forbid_unknown_fields=config.forbid_unknown_fields,
-        omit_defaults=config.omit_defaults,
-        kw_only=True,
-        tag_field=config.tag_field,
-        tag=config.tag,
-        module=__name__,
-    )
-
-
-class Fast(NamedTuple):
-    """What the decode of one method's messages needs, in one lookup."""
-
-    name: str
-    envelope: type[Request] | type[Notification]
-    mutation: bool
-    free_form: bool
-    walk_ascii: bool
-    walk_any: bool
-    #: The params Struct type.
-    params_type: type[Any]
-    #: The envelope with ``params`` typed as that Struct: one decode checks
-    #: a whole message.
-    typed: msgspec.json.Decoder[Any]
-    #: Builds the public message from a decoded typed envelope.
-    build: Callable[[Any], Message]
-
-
-def _as_request(t: Any) -> Message:
-    # Field by field: about 0.13 us, a third of ``Request(**asdict(t))``.
-    return Request(
-        method=t.method,
-        id=t.id,
-        correlation_id=t.correlation_id,
-        params=t.params,
-        command_id=t.command_id,
-        causation_id=t.causation_id,
-        project_ref=t.project_ref,
-        task_ref=t.task_ref,
-    )
-
-
-def _as_notification(t: Any) -> Message:
-    return Notification(
-        method=t.method,
-        params=t.params,
-        stream_id=t.stream_id,
-        cursor=t.cursor,
-        correlation_id=t.correlation_id,
-        causation_id=t.causation_id,
-        project_ref=t.project_ref,
-        task_ref=t.task_ref,
-    )
-
-
-def _fast(spec: MethodSpec) -> Fast:
-    envelope = Request if spec.kind == "request" else Notification
-    return Fast(
-        name=spec.name,
-        envelope=envelope,
-        mutation=spec.mutation,
-        free_form=has_free_form(spec.params),
-        walk_ascii=needs_walk(spec.params, True),
-        walk_any=needs_walk(spec.params, False),
-        params_type=spec.params,
-        typed=msgspec.json.Decoder(typed_envelope(envelope, "params", spec.params)),
-        build=_as_request if envelope is Request else _as_notification,
-    )
-
-
-FAST: Final[Mapping[str, Fast]] = MappingProxyType(
-    {name: _fast(spec) for name, spec in METHODS.items()}
-)
-# Both builders set every field but the tag and schema_version (always 1.0).
-assert {*Request.__struct_fields__} - {"schema_version"} == {
-    "method", "id", "correlation_id", "params", "command_id", "causation_id",
-    "project_ref", "task_ref",
-}  # fmt: skip
-assert {*Notification.__struct_fields__} - {"schema_version"} == {
-    "method", "params", "stream_id", "cursor", "correlation_id", "causation_id",
-    "project_ref", "task_ref",
-}  # fmt: skip
-
-#: How this library (and any encoder that writes the tag, the version and
-#: the method first) starts a request or a notification: the method's name
-#: follows, so its bytes choose the typed decoder without a first parse.
-REQUEST_PREFIX: Final = b'{"type":"request","schema_version":"1.0","method":"'
-NOTIFICATION_PREFIX: Final = b'{"type":"notification","schema_version":"1.0","method":"'
-_RESPONSE_PREFIX: Final = b'{"type":"response",'
-#: Each method's plan by the bytes of its name (as it appears on the wire).
-_BY_WIRE_NAME: Final[dict[bytes, Fast]] = {
-    name.encode("ascii"): plan for name, plan in FAST.items()
-}
+_REQUEST_AT: Final = len(REQUEST_PREFIX)
+_NOTIFICATION_AT: Final = len(NOTIFICATION_PREFIX)
+_RESPONSE_AT: Final = len(RESPONSE_PREFIX)
 _RESPONSE_DECODER: Final = msgspec.json.Decoder(Response)
+#: This library's own start of a response (the tag present).
+_RESPONSE_TAG: Final = b'{"type":"response",'
 
 
 class _Kind(msgspec.Struct):
@@ -319,8 +212,6 @@ _KIND_NAME: Final[dict[type[msgspec.Struct], str]] = {
     Request: "request",
     Notification: "notification",
 }
-_REQUEST_AT: Final = len(REQUEST_PREFIX)
-_NOTIFICATION_AT: Final = len(NOTIFICATION_PREFIX)
 
 # Whether each params Struct type can hold free-form JSON (where a caller
 # could splice in raw JSON that needs the duplicate-key proof).
@@ -328,31 +219,24 @@ _STRUCT_FREE_FORM: Final[Mapping[type, bool]] = MappingProxyType(
     {spec.params: has_free_form(spec.params) for spec in METHODS.values()}
 )
 
+#: A Client's view of its pending requests: the method of the one an id
+#: names, or ``None``.
+PendingMethod: TypeAlias = Callable[[str], "str | None"]
 
-def _plan_of(wire: bytes) -> Fast | None:
-    """The plan of the method that input in another key order (or with an
-    escaped name) names, read by a decode of the two members that choose;
-    ``None`` for a response or anything the union decode explains."""
+
+def _plan_of(wire: bytes) -> Plan | None:
+    """The plan of the request or notification method that input in
+    another key order (or with an escaped name) names, read by a decode of
+    the two members that choose; ``None`` for a response or anything the
+    union decode explains."""
     try:
         kind = _KIND_DECODER.decode(wire)
     except _DECODE_FAILURES:
         return None
-    plan = FAST.get(kind.method) if type(kind.method) is str else None
+    plan = PLANS.get(kind.method) if type(kind.method) is str else None
     if plan is None or kind.type != _KIND_NAME[plan.envelope]:
         return None
     return plan
-
-
-def rules_hold(typed: Any, plan: Fast) -> bool:
-    """The envelope rules a typed decode cannot express: ``task_ref`` only
-    beside ``project_ref``; ``command_id`` exactly on mutations (requests);
-    ``stream_id`` and ``cursor`` together (notifications). ``explain``
-    names the one that fails (``_validate.envelope_rules``)."""
-    if typed.task_ref is not UNSET and typed.project_ref is UNSET:
-        return False
-    if plan.envelope is Request:
-        return plan.mutation is not (typed.command_id is UNSET)
-    return (typed.stream_id is UNSET) is (typed.cursor is UNSET)
 
 
 def decode_checked(
@@ -360,35 +244,59 @@ def decode_checked(
     *,
     own_encoding: bool = False,
     scratch: bytearray | None = None,
-    results: Callable[[str], str | None] | None = None,
+    results: PendingMethod | None = None,
 ) -> Message:
     """``decode`` of bytes within the size bound (see the module
-    docstring). ``own_encoding`` is for ``encode`` only (see below);
+    docstring). ``own_encoding`` is for ``encode`` only (see `_accept`);
     ``scratch`` a buffer the caller owns and no other thread uses (a
     connection's), for the re-encoding (no new bytes object per message).
     ``results`` (a Client's) gives the method of the pending request an id
     names: a result response to it is decoded by that method's result type
-    and carries the result Struct instead of ``msgspec.Raw`` (the result's
-    schema checked; its contextual rules are the caller's).
+    and carries the result Struct instead of ``msgspec.Raw`` (its contextual
+    rules are the caller's).
     """
-    # The method's name chooses the decoder: read from the bytes when they
-    # start as this library writes them (the tag, which a decoder of one
-    # tagged type does not require, is then present), else by a head decode.
-    # Inline: a call costs about a tenth of the whole decode.
-    plan = None
+    # The plan: chosen by the method's name (or a response's id) read from
+    # the bytes when they start as this library writes them (the tag, which
+    # a decoder of one tagged type does not require, is then present), else
+    # by a head decode. Inline: a call costs about a tenth of the decode.
+    plan: Plan | None = None
     if wire.startswith(REQUEST_PREFIX):
-        plan = _BY_WIRE_NAME.get(wire[_REQUEST_AT : wire.find(b'"', _REQUEST_AT)])
+        plan = BY_WIRE_NAME.get(wire[_REQUEST_AT : wire.find(b'"', _REQUEST_AT)])
     elif wire.startswith(NOTIFICATION_PREFIX):
         at = _NOTIFICATION_AT
-        plan = _BY_WIRE_NAME.get(wire[at : wire.find(b'"', at)])
-    elif not wire.startswith(_RESPONSE_PREFIX):
+        plan = BY_WIRE_NAME.get(wire[at : wire.find(b'"', at)])
+    elif wire.startswith(RESPONSE_PREFIX):
+        if results is not None:
+            at = _RESPONSE_AT
+            method = results(wire[at : wire.find(b'"', at)].decode("latin-1"))
+            plan = None if method is None else RESPONSE_PLANS.get(method)
+            if plan is not None:
+                message = _accept(wire, plan, own_encoding, scratch, results)
+                # Otherwise the raw path decides (a result its schema
+                # refuses is the caller's invalid_result, not a decode error).
+                return message if message is not None else _other(wire, None)
+    elif not wire.startswith(_RESPONSE_TAG):
         plan = _plan_of(wire)
     if plan is None:
         return _other(wire, results)
+    message = _accept(wire, plan, own_encoding, scratch, results)
+    return message if message is not None else explain(wire)
+
+
+def _accept(
+    wire: bytes,
+    plan: Plan,
+    own_encoding: bool,
+    scratch: bytearray | None,
+    results: PendingMethod | None,
+) -> Message | None:
+    """The message of ``wire`` when ``plan``'s typed decode proves every
+    rule, or ``None`` (then the caller's general path names the violation).
+    """
     try:
         typed = plan.typed.decode(wire)
     except _DECODE_FAILURES:
-        return explain(wire)
+        return None
     # ``own_encoding``: ``wire`` is msgspec's encoding of a message whose
     # params are a Struct without free-form JSON (encode() says so), so it is
     # canonical by construction: Structs have unique keys, schema_version is
@@ -412,40 +320,55 @@ def decode_checked(
         # ascii_only inline for input without a backslash (no \u escape)
         ascii_input = wire.isascii() and (wire.find(b"\\") < 0 or ascii_only(wire))
     else:
-        return explain(wire)
-    if typed.method != plan.name or not rules_hold(typed, plan):
-        return explain(wire)
-    # Params are the envelope's only container: a bound on the whole input.
+        return None
+    # The decoded message names what chose the plan: its method, or the id
+    # of a pending request of that method.
+    if plan.payload == "params":
+        if typed.method != plan.name:
+            return None
+    elif results is None or results(typed.id) != plan.name:
+        return None
+    if not rules_hold(typed, plan):
+        return None
+    # The payload is the envelope's only container: a bound on the whole input.
     if plan.free_form and not depth_within(wire, MAX_DEPTH):
-        return explain(wire)
+        return None
     message = plan.build(typed)
     if not ascii_input or plan.walk_ascii:
         try:
             if not ascii_input:
                 check_struct(message, "", ascii_input)
             if plan.walk_ascii if ascii_input else plan.walk_any:
-                check_struct(typed.params, "/params", ascii_input)
+                payload = plan.payload
+                check_struct(getattr(typed, payload), "/" + payload, ascii_input)
         except ProtocolError:
-            return explain(wire)
+            return None
     return message
 
 
-def _other(wire: bytes, results: Callable[[str], str | None] | None) -> Message:
-    """A response, or input the union decode explains."""
+def _other(wire: bytes, results: PendingMethod | None) -> Message:
+    """A response (its result raw, unless ``results`` names the pending
+    method of an input in another key order), or input the union decode
+    explains."""
     # A decoder of the one tagged type does not require the tag: only
-    # this library's own prefix (which spells it) takes it.
-    decoder = (
-        _RESPONSE_DECODER if wire.startswith(_RESPONSE_PREFIX) else ENVELOPE_DECODER
-    )
+    # this library's own start (which spells it) takes it.
+    decoder = _RESPONSE_DECODER if wire.startswith(_RESPONSE_TAG) else ENVELOPE_DECODER
     try:
         envelope = decoder.decode(wire)
     except _DECODE_FAILURES:
         return explain(wire)
     if type(envelope) is not Response:
         return explain(wire)
+    if results is not None and envelope.result is not UNSET:
+        method = results(envelope.id)
+        plan = None if method is None else RESPONSE_PLANS.get(method)
+        if plan is not None:
+            message = _accept(wire, plan, False, None, results)
+            if message is not None:
+                return message
     if envelope.task_ref is not UNSET and envelope.project_ref is UNSET:
         return explain(wire)
-    return _response(wire, envelope, results)
+    return _response(wire, envelope)
 
 
 def _unique_keys(wire: bytes, pairs: tuple[tuple[bytes, bytes], ...]) -> bool:
@@ -492,17 +415,9 @@ def _utf8(wire: bytes) -> bool:
     return True
 
 
-def _response(
-    wire: bytes, envelope: Response, results: Callable[[str], str | None] | None
-) -> Message:
+def _response(wire: bytes, envelope: Response) -> Message:
     if (envelope.result is UNSET) is (envelope.error is UNSET):
         return explain(wire)
-    if results is not None and envelope.result is not UNSET:
-        method = results(envelope.id)
-        if method is not None:
-            typed = typed_result(wire, envelope, method)
-            if typed is not None:
-                return typed
     ascii_input = ascii_only(wire)
     try:
         if not ascii_input:
@@ -526,37 +441,6 @@ def _response(
         return explain(wire)
     if any(a != b for a, b in pairs) and not _unique_keys(wire, pairs):
         return explain(wire)
-    return envelope
-
-
-def typed_result(wire: bytes, envelope: Response, method: str) -> Response | None:
-    """``envelope`` with its raw result decoded by ``method``'s result type,
-    when its bytes prove every rule ``decode`` and ``decode_result`` check:
-    the envelope and the result each msgspec's own encoding of what they
-    decode to (no key repeats, no default filled in, UTF-8), pure ASCII (no
-    identity byte length to check), free-form JSON within the depth bound,
-    and the result's walk. ``None``: the caller takes the general path,
-    which names any violation in order."""
-    result_decoder = TYPED_RESULT_DECODERS.get(method)
-    if result_decoder is None or not wire.isascii():
-        return None
-    given: Any = envelope.result  # msgspec.Raw: the caller checked it is set
-    raw = bytes(given)
-    try:
-        result = result_decoder.decode(raw)
-    except _DECODE_FAILURES:
-        return None
-    if _encode(result) != raw or _encode(envelope) != wire:
-        return None
-    if has_free_form(type(result)) and not depth_within(wire, MAX_DEPTH):
-        return None
-    if needs_walk(type(result), True):
-        try:
-            check_struct(result, "/result", True)
-        except ProtocolError:
-            return None
-    # Decoded just now and held by nobody else: filled in place.
-    msgspec.structs.force_setattr(envelope, "result", result)
     return envelope
 
 

@@ -19,11 +19,12 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET
 
-from ._codec import encode, typed_envelope
+from ._codec import encode
 from ._contract import RULES
 from ._errors import Origin, ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, wrong_type
+from ._plans import typed_envelope
 from ._results import decode_result
 from ._schema import (
     METHODS,

@@ -45,7 +45,6 @@ from ._schema import (
     Notification,
     Request,
     Response,
-    StreamResumeResult,
 )
 
 # -- Struct plans -----------------------------------------------------------------
@@ -359,17 +358,6 @@ RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = MappingProxyTy
         for name, spec in METHODS.items()
         if spec.result is not None
     }
-)
-#: The result decoders whose result holds no whole notifications
-#: (``stream/resume``'s events are checked one by one, as messages).
-TYPED_RESULT_DECODERS: Final[Mapping[str, msgspec.json.Decoder[Any]]] = (
-    MappingProxyType(
-        {
-            name: decoder
-            for name, decoder in RESULT_DECODERS.items()
-            if METHODS[name].result is not StreamResumeResult
-        }
-    )
 )
 ANY_DECODER: Final = msgspec.json.Decoder()
 
