@@ -297,13 +297,12 @@ class Native:
 
     def request(self, method: str, params: Any) -> Any:
         request = self.client.request(method, params)
-        self.take(self.bridge.native_request(decode(encode(request))))
+        self.take(self.bridge.native_request(decode(request.data)))
         return self.effects[-1]
 
     def connect(self) -> None:
-        self.take(self.bridge.native_request(decode(encode(
-            self.client.request("connection/initialize", {})
-        ))))  # fmt: skip
+        init = self.client.request("connection/initialize", {})
+        self.take(self.bridge.native_request(decode(init.data)))
         self.take(
             self.bridge.receive_codex(
                 _line(_first("turn", lambda m: m.get("id") == 0 and "result" in m))

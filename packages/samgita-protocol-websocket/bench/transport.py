@@ -37,7 +37,7 @@ sharpen the figures, and both are printed:
 
 Where our extra cost goes (the "split" line per size):
 
-* ``core``: ``Server.receive_bytes`` of the request's bytes, as the listener
+* ``core``: ``Server.receive`` of the request's bytes, as the listener
   calls it, in this process (median of repeated calls, fresh fake Agent
   state);
 * ``transport``: our listener with the core ``Server`` replaced by a stub
@@ -155,13 +155,18 @@ def _fresh_agent_server() -> Any:
         closed = False
 
     server = core.Server(FakeAgent(AgentState(), _Conn()), capabilities=GROUPS)  # type: ignore[arg-type]
-    server.receive_bytes(INIT)
+    server.receive(INIT)
     return server
 
 
+def our_outgoing(size: int) -> Any:
+    """The core's ``Outgoing`` our listener answers a request of ``size`` with (for the stub)."""
+    return _fresh_agent_server().receive(request_bytes(0, size))[0]
+
+
 def our_reply(size: int) -> bytes:
-    """The bytes our listener answers a request of ``size`` with (for the stub and 'same reply')."""
-    return bytes(_fresh_agent_server().receive_bytes(request_bytes(0, size))[0])
+    """The bytes our listener answers a request of ``size`` with (for 'same reply')."""
+    return our_outgoing(size).data  # type: ignore[no-any-return]
 
 
 def nearest_size(length: int) -> int:
@@ -212,7 +217,7 @@ async def _serve(mode: str, token: str) -> None:
     from samgita_protocol_websocket.fake_agent import AgentState, FakeAgent
 
     if mode == "stub":
-        replies = {size: our_reply(size) for size in SIZES.values()}
+        outgoing = {size: our_outgoing(size) for size in SIZES.values()}
 
         class StubServer:
             """Answers every message with our reply for its size, doing nothing else."""
@@ -220,14 +225,9 @@ async def _serve(mode: str, token: str) -> None:
             def __init__(self, handler: Any, **options: Any) -> None:
                 self.capabilities = tuple(options.get("capabilities", ()))
 
-            def receive_bytes(self, data: bytes) -> list[bytes]:
-                return [replies[nearest_size(len(data))]]
-
-            # What an older connection loop calls (receive, then encode each).
-            receive = receive_bytes
-
-            def encode(self, message: bytes) -> bytes:
-                return message
+            def receive(self, data: bytes) -> list[Any]:
+                # The core's Outgoing (message and validated bytes), built once.
+                return [outgoing[nearest_size(len(data))]]
 
             def expire(self, now: float) -> list[Any]:
                 return []
@@ -300,11 +300,11 @@ async def measure(
 
 def core_cost_us(size: int, rounds: int, pause: float = 0.0) -> float:
     """Median in-process cost of the core alone, as the listener calls it:
-    ``Server.receive_bytes`` of the request's bytes.  ``pause``: seconds
+    ``Server.receive`` of the request's bytes.  ``pause``: seconds
     slept before each call, as a server waits for the next message (its
     caches are cold then, which costs the core about 3x at 256 B)."""
     server = _fresh_agent_server()
-    receive = server.receive_bytes
+    receive = server.receive
     messages = [request_bytes(i, size) for i in range(rounds)]
     costs = []
     for m in messages:
@@ -446,7 +446,7 @@ def report(
         f" request): ours - bare echo {diff(ours, bare)} us = core (ours - ours with"
         f" the core stubbed) {diff(ours, stub)} + transport layer (stubbed - bare with"
         f" the same reply) {diff(stub, reply)} + (bare with the same reply - bare echo,"
-        f" the echo's own sending) {diff(reply, bare)}; the core's receive_bytes alone"
+        f" the echo's own sending) {diff(reply, bare)}; the core's receive alone"
         f" in this process: {core:.1f} us back to back, {core_cold:.1f} us after a"
         f" 0.3 ms pause as in a server"
     )

@@ -358,7 +358,7 @@ def test_listener_keeps_a_slow_reader_of_near_max_size_messages_that_pings() -> 
             try:
                 sizes, pongs = await reading
                 peak = await sampling
-                size = len(conn.server.encode(notification))
+                size = len(core.encode(notification))
                 assert size > 1_040_000 and sizes == [size] * count
                 assert pongs > 0
                 # The buffer held most of a message while the peer's pings came.

@@ -91,7 +91,7 @@ def test_send_encoded_checks_type_and_size_and_sends() -> None:
             async with connect(lis.url, token="tok", capabilities=GROUPS) as s:
                 conn = conns[0]
                 replay = core.Replay("st-1")
-                event = replay.append(
+                outgoing = replay.append(
                     core.Notification(
                         method="item/delta",
                         params=core.ItemDeltaParams(
@@ -99,7 +99,7 @@ def test_send_encoded_checks_type_and_size_and_sends() -> None:
                         ),
                     )
                 )
-                await conn.send_encoded(replay.encode(event))
+                await conn.send_encoded(outgoing.data)
                 got = await s.next_notification(5)
                 assert got is not None
                 assert got.cursor == 1 and got.params.delta == "d"

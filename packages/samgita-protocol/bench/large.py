@@ -2,15 +2,17 @@
 
 For a ``project/event.receive`` request of about 16 KiB and of about 1 MiB
 (the payload one long string, in this library's own encoding, as a Client
-sends it) it times ``Server.receive_bytes``: every rule (size, UTF-8, one
-JSON value, depth, duplicate keys, the envelope and params schema), the
-identity window (a new id each call, so its canonical digest is taken), the
-FakeHost handler, and its small result encoded. Beside it, what a Python
-team would run instead: the MCP Python SDK's pydantic validation of a
-JSON-RPC request of the same size (``jsonrpc_message_adapter.validate_json``)
-and ``dump_json`` of it. Rounds alternate between the two; each figure is
-the median of the per-round ratios. A ratio below 1 means our receive is
-cheaper. Figures are printed, never asserted.
+sends it: ``Client.request``'s ``Outgoing.data``) it times ``Server.receive``
+of those bytes, down to the reply's ``Outgoing.data`` (what a transport
+sends): every rule (size, UTF-8, one JSON value, depth, duplicate keys, the
+envelope and params schema), the identity window (a new id each call, so its
+canonical digest is taken), the FakeHost handler, and its small result
+encoded. Beside it, what a Python team would run instead: the MCP Python
+SDK's pydantic validation of a JSON-RPC request of the same size
+(``jsonrpc_message_adapter.validate_json``) and ``dump_json`` of it. Rounds
+alternate between the two; each figure is the median of the per-round
+ratios. A ratio below 1 means our receive is cheaper. Figures are printed,
+never asserted.
 
 Run: ``hatch run bench:large [--rounds N]`` (the MCP SDK is in hatch's
 ``bench`` environment only).
@@ -25,7 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from samgita_protocol import Client, Server, encode
+from samgita_protocol import Client, Server
 from samgita_protocol.testing import FakeHost
 
 SIZES = {"16 KiB": 16 * 1024, "1 MiB": 1024 * 1024 - 1024}
@@ -46,8 +48,8 @@ def our_requests(size: int) -> list[bytes]:
     init = client.request(
         "connection/initialize", {"versions": ["1.0"], "capabilities": GROUPS}
     )
-    for reply in server.receive_bytes(client.encode(init)):
-        client.receive(reply)
+    for reply in server.receive(init.data):
+        client.receive(reply.data)
     out = []
     for i in range(DISTINCT):
         event = {
@@ -61,7 +63,7 @@ def our_requests(size: int) -> list[bytes]:
         request = client.request(
             "project/event.receive", {"event": event}, command_id=f"k{i}"
         )
-        out.append(client.encode(request))
+        out.append(request.data)
     assert abs(len(out[0]) - size) < 64, len(out[0])  # ids of 1 to 3 digits
     return out
 
@@ -72,16 +74,16 @@ def ours(size: int) -> Callable[[], None]:
     init = client.request(
         "connection/initialize", {"versions": ["1.0"], "capabilities": GROUPS}
     )
-    server.receive_bytes(encode(init))
+    server.receive(init.data)
     requests = our_requests(size)
-    receive = server.receive_bytes
+    receive = server.receive
     position = [0]
 
     def call() -> None:
         i = position[0]
         position[0] = (i + 1) % DISTINCT
         (reply,) = receive(requests[i])
-        assert b'"result"' in reply
+        assert b'"result"' in reply.data
 
     call()
     return call
@@ -138,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             a / b for a, b in zip(times["ours"], times["mcp"], strict=True)
         )
         print(
-            f"{label:7} Server.receive_bytes {mine * 1e6:9.1f} us   "
+            f"{label:7} {'Server.receive':20} {mine * 1e6:9.1f} us   "
             f"MCP validate_json + dump_json {theirs * 1e6:9.1f} us   "
             f"ratio {ratio:.2f}x (target <= 1.0x)"
         )

@@ -1,13 +1,14 @@
 """Connection benchmark: ratios, never timed assertions.
 
-1. ``request/cancel`` round trip through Client + Server: ``client.request``
-   (validates the request) and ``client.encode`` (its validated bytes),
-   ``server.receive_bytes`` (decode, dispatch to a trivial handler, result
-   check, the response's bytes), ``client.receive`` (decode, correlation,
+1. ``request/cancel`` round trip through Client + Server, as a transport
+   does it: ``client.request`` (builds and validates the request; its
+   ``Outgoing.data`` is sent), ``server.receive`` of those bytes (decode,
+   dispatch to a trivial handler, result check; the response's
+   ``Outgoing.data`` is sent), ``client.receive`` (decode, correlation,
    result validation, contextual rules). Beside it the same with
-   ``samgita_protocol.encode`` on both sides, which validates each message a
-   second time. Baseline: bare stdlib ``json.dumps`` + ``json.loads`` of the
-   same request and response bytes.
+   ``samgita_protocol.encode`` of each ``Outgoing.message`` sent instead,
+   which validates each message a second time. Baseline: bare stdlib
+   ``json.dumps`` + ``json.loads`` of the same request and response bytes.
 2. ``client.receive`` of an unsequenced ``item/delta`` notification against
    ``json.loads`` of the same bytes.
 3. Beside them, the comparable messages validated the way the MCP Python SDK
@@ -71,8 +72,8 @@ def connected() -> tuple[Client, Server]:
     )
     # As a transport does: each side sends the bytes it validated.
     init = client.request("connection/initialize", {}, now=0.0)
-    [response] = server.receive_bytes(client.encode(init))
-    client.receive(response)
+    [response] = server.receive(init.data)
+    client.receive(response.data)
     return client, server
 
 
@@ -85,42 +86,42 @@ def time_loop(fn: Callable[[], None], loops: int = LOOPS) -> float:
 
 def ours_roundtrip(client: Client, server: Server) -> Callable[[], None]:
     """What a transport does: each message is encoded (and validated) once,
-    by the side that built it (``client.encode``, ``server.receive_bytes``)."""
-    params = CancelParams(request_id="c1-1")
-    request = client.request
-    cencode = client.encode
-    receive = server.receive_bytes
-    creceive = client.receive
-
-    def run() -> None:
-        req = request("request/cancel", params, now=0.0)
-        [resp] = receive(cencode(req))
-        creceive(resp)
-
-    return run
-
-
-def ours_roundtrip_module_encode(client: Client, server: Server) -> Callable[[], None]:
-    """The same with ``samgita_protocol.encode`` on both sides, which
-    validates each message again."""
+    by the side that built it, and its ``Outgoing.data`` is sent
+    (``client.request``, ``server.receive``)."""
     params = CancelParams(request_id="c1-1")
     request = client.request
     receive = server.receive
     creceive = client.receive
 
     def run() -> None:
-        req = request("request/cancel", params, now=0.0)
-        [resp] = receive(encode(req))
-        creceive(encode(resp))
+        out = request("request/cancel", params, now=0.0)
+        [resp] = receive(out.data)
+        creceive(resp.data)
+
+    return run
+
+
+def ours_roundtrip_module_encode(client: Client, server: Server) -> Callable[[], None]:
+    """The same with ``samgita_protocol.encode`` of each ``Outgoing.message``
+    sent instead of its ``data``, which validates each message again."""
+    params = CancelParams(request_id="c1-1")
+    request = client.request
+    receive = server.receive
+    creceive = client.receive
+
+    def run() -> None:
+        out = request("request/cancel", params, now=0.0)
+        [resp] = receive(encode(out.message))
+        creceive(encode(resp.message))
 
     return run
 
 
 def sample_bytes(client: Client, server: Server) -> tuple[bytes, bytes]:
     req = client.request("request/cancel", CancelParams(request_id="c1-1"), now=0.0)
-    req_bytes = encode(req)
+    req_bytes = req.data
     [resp] = server.receive(req_bytes)
-    resp_bytes = encode(resp)
+    resp_bytes = resp.data
     client.receive(resp_bytes)
     return req_bytes, resp_bytes
 

@@ -1,7 +1,8 @@
 """A Client and a Server connected in one process over JSON bytes.
 
-Every message crosses as the bytes ``encode`` produced and is decoded by the
-receiving side, as a transport would carry it (in the manner of h11's
+Every message crosses as its bytes (an `Outgoing`'s ``data``, or
+``encode`` of a message a test built) and is decoded by the receiving
+side, as a transport would carry it (in the manner of h11's
 ``tests/helpers.py`` ``ConnectionPair``).
 """
 
@@ -15,6 +16,7 @@ from samgita_protocol import (
     Effect,
     Handler,
     Message,
+    Outgoing,
     ProtocolError,
     ResponseReceived,
     Server,
@@ -34,8 +36,11 @@ EVENT: dict[str, Any] = {
 }
 
 
-def wire(message: Message) -> bytes:
-    """The bytes a transport carries for ``message``."""
+def wire(message: Message | Outgoing) -> bytes:
+    """The bytes a transport carries for ``message``: an `Outgoing`'s own
+    validated bytes, or ``encode`` of a message."""
+    if isinstance(message, Outgoing):
+        return message.data
     return encode(message)
 
 
@@ -105,17 +110,21 @@ class ConnectionPair:
             raise AssertionError(f"initialization failed: {effect!r}")
         return effect.result
 
-    def to_server(self, message: Message | bytes, **options: Any) -> list[Message]:
+    def to_server(
+        self, message: Message | Outgoing | bytes, **options: Any
+    ) -> list[Outgoing]:
         """Deliver ``message`` to the server; return what it sends back."""
         data = message if isinstance(message, bytes) else wire(message)
         return self.server.receive(data, **options)
 
-    def to_client(self, message: Message | bytes, **options: Any) -> list[Effect]:
+    def to_client(
+        self, message: Message | Outgoing | bytes, **options: Any
+    ) -> list[Effect]:
         """Deliver ``message`` to the client; return its effects."""
         data = message if isinstance(message, bytes) else wire(message)
         return self.client.receive(data, **options)
 
-    def exchange(self, message: Message, **options: Any) -> list[Effect]:
+    def exchange(self, message: Message | Outgoing, **options: Any) -> list[Effect]:
         """Deliver a client message to the server and everything the server
         sends back to the client; return the client's effects in order."""
         effects: list[Effect] = []

@@ -26,6 +26,7 @@ from samgita_protocol import (
     SendMessage,
     StreamResumeResult,
     decode,
+    encode,
 )
 
 ALL = [
@@ -95,7 +96,7 @@ def init_result(**changes: Any) -> dict[str, Any]:
 def ready(**options: Any) -> Client:
     caps = options.pop("capabilities", ALL)
     client = Client(capabilities=caps, **options)
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     effects = client.receive(answer(init, result=init_result(capabilities=caps)))
     assert isinstance(effects[0], ResponseReceived)
     assert client.state is ConnectionState.READY
@@ -143,9 +144,11 @@ def refuses(
 
 
 def start_thread(client: Client, n: int = 1, **kw: Any) -> Request:
-    return client.request(
+    sent = client.request(
         "thread/start", {}, command_id=f"cmd-{n}", now=kw.pop("now", 0), **kw
     )
+    assert isinstance(sent.message, Request)
+    return sent.message
 
 
 def thread_result() -> dict[str, Any]:
@@ -264,7 +267,7 @@ def test_defaults() -> None:
 def test_initialize_fills_the_offer_and_negotiates() -> None:
     client = Client(capabilities=["sessions.v1", "streaming.v1"], host_id="h")
     assert client.state is ConnectionState.NEW
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     assert init.id == "c1-1" and init.correlation_id == "c1-1"
     assert list(init.params.versions) == ["1.0"]
     assert list(init.params.capabilities) == ["sessions.v1", "streaming.v1"]
@@ -314,7 +317,7 @@ def test_initialize_fills_the_offer_and_negotiates() -> None:
 
 def test_required_capabilities_are_sent() -> None:
     client = Client(capabilities=ALL, required_capabilities=["sessions.v1"])
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     assert list(init.params.required_capabilities) == ["sessions.v1"]
 
 
@@ -338,7 +341,7 @@ def test_initialize_result_checks(result: dict[str, Any], code: ErrorCode) -> No
     client = Client(
         capabilities=["sessions.v1"], required_capabilities=["sessions.v1"], host_id="h"
     )
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     [effect] = client.receive(answer(init, result=result))
     assert isinstance(effect, ErrorReceived)
     assert (effect.error.code, effect.error.origin) == (code, "peer")
@@ -351,7 +354,7 @@ def test_initialize_result_checks(result: dict[str, Any], code: ErrorCode) -> No
 
 def test_initialize_error_response_returns_to_new() -> None:
     client = Client(capabilities=ALL)
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     error = {"code": "no_common_version", "message": "no"}
     [effect] = client.receive(answer(init, error=error))
     assert isinstance(effect, ErrorReceived)
@@ -445,7 +448,7 @@ def test_custom_id_generator_is_not_retried() -> None:
     client = Client(
         capabilities=ALL, id_generator=lambda generation, n: f"fixed-{generation}"
     )
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     assert init.id == "fixed-1"
     client.receive(answer(init, result=init_result()))
     fails(client, ErrorCode.CONFLICT, start_thread, client)
@@ -459,7 +462,7 @@ def test_generated_ids_carry_the_generation() -> None:
     client.disconnect()
     client.reconnect()
     assert client.generation == 2
-    assert client.request("connection/initialize", {}, now=0).id == "c2-1"
+    assert client.request("connection/initialize", {}, now=0).message.id == "c2-1"
 
 
 # -- responses ------------------------------------------------------------------------
@@ -552,7 +555,7 @@ def test_echo_of_context_fields() -> None:
         causation_id="cause",
         project_ref="p",
         task_ref="t",
-    )
+    ).message
     reply = answer(request, result={"thread": THREAD, "turns": []})
     assert isinstance(client.receive(reply)[0], ResponseReceived)
 
@@ -592,14 +595,14 @@ def test_remote_internal_error_of_a_mutation_is_held_uncertain() -> None:
         answer(other, error={"code": "conflict", "message": "changed"})
     )
     assert isinstance(effect, ErrorReceived) and client.uncertain == {}
-    read = client.request("request/cancel", {"request_id": "x"})
+    read = client.request("request/cancel", {"request_id": "x"}).message
     [effect] = client.receive(answer(read, error=error))
     assert isinstance(effect, ErrorReceived) and client.uncertain == {}
 
 
 def test_invalid_result_of_a_read_is_not_uncertain() -> None:
     client = ready()
-    request = client.request("thread/read", {"thread_id": "thr-1"})
+    request = client.request("thread/read", {"thread_id": "thr-1"}).message
     [effect] = client.receive(answer(request, result={"thread": THREAD}))
     assert (
         isinstance(effect, ErrorReceived)
@@ -622,7 +625,7 @@ def test_typed_error_response_is_remote_and_settles() -> None:
 def _settle(
     client: Client, method: str, params: dict[str, Any], result: Any, **kw: Any
 ) -> Any:
-    request = client.request(method, params, **kw)
+    request = client.request(method, params, **kw).message
     [effect] = client.receive(answer(request, result=result))
     return effect
 
@@ -854,7 +857,9 @@ def test_results_that_satisfy_the_rules(
 def test_approval_deadline_uses_the_given_clock() -> None:
     client = ready()
     deadline = "2030-06-01T12:00:00.5Z"
-    request = client.request("approval/request", approval_params(deadline=deadline))
+    request = client.request(
+        "approval/request", approval_params(deadline=deadline)
+    ).message
     reply = answer(
         request,
         result={"approval_id": "apr-1", "action": ACTION, "decision": "approve"},
@@ -867,7 +872,9 @@ def test_approval_deadline_uses_the_given_clock() -> None:
         isinstance(effect, ErrorReceived)
         and effect.error.code == ErrorCode.APPROVAL_EXPIRED
     )
-    request = client.request("approval/request", approval_params(deadline=deadline))
+    request = client.request(
+        "approval/request", approval_params(deadline=deadline)
+    ).message
     reply = answer(
         request,
         result={"approval_id": "apr-1", "action": ACTION, "decision": "approve"},
@@ -921,7 +928,7 @@ def page(stream: str, cursors: list[int], **changes: Any) -> dict[str, Any]:
 )
 def test_resume_page_rules(result: dict[str, Any], code: ErrorCode | None) -> None:
     client = ready()
-    request = client.request("stream/resume", {"stream_id": "s", "cursor": 0})
+    request = client.request("stream/resume", {"stream_id": "s", "cursor": 0}).message
     [effect] = client.receive(answer(request, result=result))
     assert isinstance(effect, ErrorReceived)
     assert effect.error.code == (code or ErrorCode.FOREIGN_STREAM)
@@ -929,7 +936,7 @@ def test_resume_page_rules(result: dict[str, Any], code: ErrorCode | None) -> No
 
 def test_receive_replay_ingests_a_correlated_page_once() -> None:
     client = ready()
-    request = client.request("stream/resume", {"stream_id": "s", "cursor": 0})
+    request = client.request("stream/resume", {"stream_id": "s", "cursor": 0}).message
     [effect] = client.receive(answer(request, result=page("s", [1, 2])))
     assert isinstance(effect, ResponseReceived)
     assert client.receive_replay(effect.result) == 2
@@ -954,7 +961,7 @@ def test_receive_replay_of_an_uncorrelated_result() -> None:
 def test_disconnect_makes_mutations_ambiguous_and_reads_disconnected() -> None:
     client = ready()
     mutation = start_thread(client)
-    read = client.request("thread/read", {"thread_id": "thr-1"})
+    read = client.request("thread/read", {"thread_id": "thr-1"}).message
     effects = client.disconnect()
     assert [type(e) for e in effects] == [ErrorReceived, ErrorReceived]
     first, second = effects
@@ -986,7 +993,7 @@ def test_disconnect_makes_mutations_ambiguous_and_reads_disconnected() -> None:
         {"thread_id": "t"},
     )
     # The old connection's ids are forgotten after reconnect.
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     client.receive(answer(init, result=init_result()))
     fails(client, ErrorCode.UNKNOWN_RESPONSE, client.receive, answer(read, result={}))
 
@@ -999,7 +1006,7 @@ def test_reconnect_requires_a_disconnected_client() -> None:
 def test_expire_uses_the_request_clock() -> None:
     client = ready(request_timeout=10)
     mutation = start_thread(client, now=100.0)
-    read = client.request("thread/read", {"thread_id": "thr-1"}, now=105.0)
+    read = client.request("thread/read", {"thread_id": "thr-1"}, now=105.0).message
     assert client.expire(109.9) == []
     [effect] = client.expire(110.0)
     assert isinstance(effect, ErrorReceived) and effect.request == mutation
@@ -1073,14 +1080,16 @@ def test_pending_mutations_count_against_max_uncertain_commands() -> None:
     client.disconnect()
     assert len(client.uncertain) == 2
     client.reconnect()
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     client.receive(answer(init, result=init_result()))
     fails(client, ErrorCode.LIMIT_EXCEEDED, start_thread, client, 4)
 
 
 def test_max_completed_window_is_exactly_the_newest() -> None:
     client = ready(max_completed=3)
-    requests = [client.request("thread/read", {"thread_id": "thr-1"}) for _ in range(4)]
+    requests = [
+        client.request("thread/read", {"thread_id": "thr-1"}).message for _ in range(4)
+    ]
     replies = [answer(r, result={"thread": THREAD, "turns": []}) for r in requests]
     for reply in replies:
         client.receive(reply)
@@ -1099,6 +1108,7 @@ def test_max_incoming_requests_is_answered_by_the_client() -> None:
     message = refusal.message
     assert isinstance(message, Response) and message.id == "s1-2"
     assert message.error.code == "limit_exceeded"
+    assert refusal.data == encode(message)  # its bytes, ready to send
     assert list(client.incoming) == ["s1-1"]
 
 
@@ -1128,9 +1138,11 @@ def test_incoming_approval_waits_for_a_bound_reply() -> None:
     fails(
         client, ErrorCode.INVALID_RESULT, client.reply, request, {"decision": "approve"}
     )
-    response = client.reply(
+    sent = client.reply(
         request, {"approval_id": "apr-1", "action": ACTION, "decision": "approve"}
     )
+    response = sent.message
+    assert sent.data == encode(response)
     assert (response.id, response.correlation_id) == ("s1-1", "s1-1")
     assert response.result.decision == "approve"
     assert client.incoming == {}
@@ -1153,7 +1165,8 @@ def test_reply_refuses_to_approve_after_the_deadline() -> None:
         now=late,
     )
     deny = {"approval_id": "apr-1", "action": ACTION, "decision": "deny"}
-    assert client.reply(effect.request, deny, now=late).result.decision == "deny"
+    sent = client.reply(effect.request, deny, now=late)
+    assert sent.message.result.decision == "deny"
 
 
 def test_reply_to_another_request_object_is_unknown_request() -> None:
@@ -1176,10 +1189,11 @@ def test_reply_error_and_cancel() -> None:
         effect.request,
         {"request_id": "c1-8", "cancel_status": "requested"},
     )
-    response = client.reply_error(
+    sent = client.reply_error(
         effect.request, ProtocolError(ErrorCode.NOT_FOUND, "unknown")
     )
-    assert response.error.code == "not_found"
+    assert sent.message.error.code == "not_found"
+    assert sent.data == encode(sent.message)
     assert client.incoming == {}
     with pytest.raises(TypeError):
         client.reply_error(effect.request, "no")  # type: ignore[arg-type]
@@ -1309,8 +1323,10 @@ def test_notify() -> None:
     params = {"thread_id": "thr-1", "turn_id": "turn-1", "item_id": "i", "delta": "x"}
     fails(client, ErrorCode.NOT_INITIALIZED, client.notify, "item/delta", params)
     client = ready(capabilities=["sessions.v1", "streaming.v1"])
-    notification = client.notify("item/delta", params, stream_id="s", cursor=1)
+    sent = client.notify("item/delta", params, stream_id="s", cursor=1)
+    notification = sent.message
     assert (notification.stream_id, notification.cursor) == ("s", 1)
+    assert sent.data == encode(notification)
     refuses(client, ValueError, client.notify, "thread/start", params)
     fails(
         client,
@@ -1328,14 +1344,14 @@ def test_checkpoints_restore_requires_the_same_host() -> None:
     client = Client(capabilities=ALL, host_id="h", checkpoints={"s": 4})
     assert client.checkpoints() == {"s": 4}
     assert client.host_id == "h"
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     [effect] = client.receive(answer(init, result=init_result(host_id="other")))
     assert (
         isinstance(effect, ErrorReceived)
         and effect.error.code == ErrorCode.HOST_MISMATCH
     )
     # An event at or below the restored checkpoint is an ignored duplicate.
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     client.receive(answer(init, result=init_result()))
     assert client.receive(delta(stream_id="s", cursor=4)) == []
     assert client.buffered == 0
@@ -1351,7 +1367,7 @@ def test_receive_accepts_str_buffers_and_messages() -> None:
         client.receive(bytearray(answer(second, result=thread_result())))[0],
         ResponseReceived,
     )
-    third = client.request("request/cancel", {"request_id": "x"})
+    third = client.request("request/cancel", {"request_id": "x"}).message
     message = Response(
         id=third.id,
         correlation_id=third.correlation_id,
@@ -1377,7 +1393,7 @@ def test_state_views_are_read_only() -> None:
 def _reinitialize(client: Client, host_id: str) -> Any:
     client.disconnect()
     client.reconnect()
-    init = client.request("connection/initialize", {}, now=0)
+    init = client.request("connection/initialize", {}, now=0).message
     [effect] = client.receive(answer(init, result=init_result(host_id=host_id)))
     return effect
 
@@ -1438,7 +1454,7 @@ def test_a_message_handed_in_with_plain_params_is_decoded_to_the_struct(
     response = client.reply(
         effect.request,
         {"approval_id": "apr-1", "action": ACTION, "decision": "deny"},
-    )
+    ).message
     assert response.id == "s1-1" and client.incoming == {}
     delta_params: Any = {"thread_id": "t", "turn_id": "u", "item_id": "i", "delta": "x"}
     if form == "raw":
@@ -1481,7 +1497,7 @@ def test_non_json_values_in_a_handed_in_message_are_local(action: Any) -> None:
 
 def test_receive_replay_accepts_the_response_as_well_as_the_result() -> None:
     client = ready()
-    request = client.request("stream/resume", {"stream_id": "s", "cursor": 0})
+    request = client.request("stream/resume", {"stream_id": "s", "cursor": 0}).message
     data = answer(request, result=page("s", [1, 2]))
     [effect] = client.receive(data)
     assert isinstance(effect, ResponseReceived)
@@ -1511,7 +1527,7 @@ def _answer_bytes(result_json: bytes) -> tuple[Any, bytes]:
     from helpers import ConnectionPair
 
     pair = ConnectionPair()
-    request = pair.client.request("thread/read", {"thread_id": "thread-1"})
+    request = pair.client.request("thread/read", {"thread_id": "thread-1"}).message
     wire = (
         b'{"type":"response","schema_version":"1.0","id":"'
         + request.id.encode()

@@ -216,6 +216,7 @@ class ClientModel(RuleBasedStateMachine):
                     self.ended[rid] = "error"
             elif isinstance(effect, SendMessage):
                 assert effect.message.error is not msgspec.UNSET
+                assert effect.data == encode(effect.message)  # what is sent
             else:
                 assert isinstance(effect, (RequestReceived, NotificationReceived))
 
@@ -241,9 +242,10 @@ class ClientModel(RuleBasedStateMachine):
 
     def handshake(self) -> None:
         self.new_peer()
-        init = self.client.request("connection/initialize", {}, now=self.now)
+        sent = self.client.request("connection/initialize", {}, now=self.now)
+        init = sent.message
         self.issued[init.id] = init
-        for reply in self.answer(encode(init), "ok"):
+        for reply in self.answer(sent.data, "ok"):
             self.record(self.client.receive(reply))
         assert self.client.state is ConnectionState.READY
 
@@ -257,7 +259,7 @@ class ClientModel(RuleBasedStateMachine):
     @rule()
     def mutate(self) -> None:
         self.commands += 1
-        request = self.attempt(
+        sent = self.attempt(
             self.client.request,
             "thread/start",
             {},
@@ -265,16 +267,17 @@ class ClientModel(RuleBasedStateMachine):
             now=self.now,
             allowed={ErrorCode.LIMIT_EXCEEDED},
         )
-        if request is not None:
+        if sent is not None:
+            request = sent.message
             self.issued[request.id] = request
             self.mutations.add(request.id)
-            self.to_peer.append(encode(request))
+            self.to_peer.append(sent.data)
 
     @precondition(lambda self: self.client.state is ConnectionState.READY)
     @rule(explicit=st.booleans())
     def read(self, explicit: bool) -> None:
         kw: dict[str, Any] = {"id": f"x-{len(self.issued)}"} if explicit else {}
-        request = self.attempt(
+        sent = self.attempt(
             self.client.request,
             "thread/read",
             {"thread_id": "thr-1"},
@@ -282,9 +285,9 @@ class ClientModel(RuleBasedStateMachine):
             allowed={ErrorCode.LIMIT_EXCEEDED, ErrorCode.CONFLICT},
             **kw,
         )
-        if request is not None:
-            self.issued[request.id] = request
-            self.to_peer.append(encode(request))
+        if sent is not None:
+            self.issued[sent.message.id] = sent.message
+            self.to_peer.append(sent.data)
 
     @precondition(
         lambda self: self.client.state is ConnectionState.READY and self.issued
@@ -292,7 +295,7 @@ class ClientModel(RuleBasedStateMachine):
     @rule(data=st.data())
     def reuse_id(self, data: st.DataObject) -> None:
         rid = data.draw(st.sampled_from(sorted(self.issued)))
-        request = self.attempt(
+        sent = self.attempt(
             self.client.request,
             "thread/read",
             {"thread_id": "thr-1"},
@@ -302,14 +305,14 @@ class ClientModel(RuleBasedStateMachine):
         )
         # An id from an older generation may be free again (the terminal
         # window is per connection): then it is a fresh request.
-        if request is not None:
+        if sent is not None:
             assert rid not in self.client.uncertain
-            self.issued[rid] = request
+            self.issued[rid] = sent.message
             self.mutations.discard(rid)
             self.ended.pop(rid, None)
             self.resolved.discard(rid)
             self.ever_uncertain.discard(rid)
-            self.to_peer.append(encode(request))
+            self.to_peer.append(sent.data)
 
     @precondition(
         lambda self: self.client.state is ConnectionState.READY and self.issued
@@ -317,16 +320,16 @@ class ClientModel(RuleBasedStateMachine):
     @rule(data=st.data())
     def cancel(self, data: st.DataObject) -> None:
         target = data.draw(st.sampled_from(sorted(self.issued)))
-        request = self.attempt(
+        sent = self.attempt(
             self.client.request,
             "request/cancel",
             {"request_id": target},
             now=self.now,
             allowed={ErrorCode.LIMIT_EXCEEDED},
         )
-        if request is not None:
-            self.issued[request.id] = request
-            self.to_peer.append(encode(request))
+        if sent is not None:
+            self.issued[sent.message.id] = sent.message
+            self.to_peer.append(sent.data)
 
     @precondition(lambda self: self.to_peer)
     @rule(
@@ -461,7 +464,7 @@ class ClientModel(RuleBasedStateMachine):
             "action": ACTION,
             "decision": answer,
         }
-        response = self.client.reply(request, right)
+        response = self.client.reply(request, right).message
         assert response.id == request.id
         assert request.id not in self.client.incoming
 
@@ -551,7 +554,7 @@ class ServerPeerModel(ClientModel):
         self.server = Server(self.host, capabilities=ALL, host_id="h")
 
     def answer(self, request_bytes: bytes, kind: str) -> list[bytes]:
-        return [encode(message) for message in self.server.receive(request_bytes)]
+        return [sent.data for sent in self.server.receive(request_bytes)]
 
 
 _CI = bool(os.environ.get("CI"))

@@ -97,7 +97,9 @@ def _entry_points() -> dict[str, Callable[[bytes], object]]:
         "decode": _refused(sp.decode),
         "load_json": _refused(lambda d: sp.load_json(d, max_bytes=LARGE * 2)),
         "Client.receive": _refused(pair.client.receive),
-        "Server.receive_bytes": _refused(pair.server.receive_bytes),
+        "Server.receive": _refused(
+            lambda d: [out.data for out in pair.server.receive(d)]
+        ),
     }
 
 

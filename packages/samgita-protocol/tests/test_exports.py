@@ -80,7 +80,7 @@ EXPECTED: dict[str, frozenset[str]] = {
         {"DEFAULT_MAX_MESSAGE_BYTES", "MAX_DEPTH", "decode", "encode"}
     ),
     "raw JSON (_rawjson)": frozenset({"load_json"}),
-    "result-checked response encoding (_hotpath)": frozenset({"encode_response"}),
+    "result-checked response encoding (_replies)": frozenset({"encode_response"}),
     "connection (_client, _server, _handler, _effects)": frozenset(
         {
             "CallbackFailure",
@@ -97,6 +97,7 @@ EXPECTED: dict[str, frozenset[str]] = {
             "Server",
         }
     ),
+    "what either side sends (_outgoing)": frozenset({"Outgoing"}),
     "replay (_replay)": frozenset({"Replay"}),
     "JSON Schema artifact (_document)": frozenset({"json_schema"}),
 }

@@ -94,7 +94,7 @@ def test_records_notifications_and_responses() -> None:
     pair = ConnectionPair()
     note = pair.client.notify("thread/closed", {"thread_id": "t"})
     pair.to_server(note)
-    assert pair.fake.notifications == [note]
+    assert pair.fake.notifications == [note.message]
     request = pair.fake.request_approval(
         pair.server,
         approval_id="ap",
@@ -102,7 +102,7 @@ def test_records_notifications_and_responses() -> None:
         deadline="2099-01-01T00:00:00Z",
         thread_id="t",
         reason="why",
-    )
+    ).message
     assert (request.params.thread_id, request.params.reason) == ("t", "why")
     assert request.params.turn_id is not None
     pair.server.disconnect()
@@ -133,7 +133,7 @@ def test_publish_sequences_host_driven_notifications() -> None:
     closed = pair.fake.publish(
         pair.server, "thread/closed", {"thread_id": thread.thread_id}
     )
-    assert (closed.stream_id, closed.cursor) == ("fake-stream", 2)
+    assert (closed.message.stream_id, closed.message.cursor) == ("fake-stream", 2)
     assert pair.to_client(closed) == []
     assert [n.method for n in pair.client.drain()] == [
         "thread/started",

@@ -347,7 +347,7 @@ def test_failing_notification_and_response_callbacks_are_reported(
         pair.server.receive(sp.encode(note))
     assert (exc.value.code, exc.value.origin) == (sp.ErrorCode.INTERNAL_ERROR, "local")
 
-    request = pair.server.request("request/cancel", {"request_id": "x"})
+    request = pair.server.request("request/cancel", {"request_id": "x"}).message
     pair.server.disconnect()  # ends it: handle_response(request, disconnected)
 
     assert [(f.callback, f.method, f.request_id) for f in failures] == [

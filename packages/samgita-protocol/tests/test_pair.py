@@ -305,12 +305,13 @@ def test_approvals_client_to_server_is_denied() -> None:
 
 def test_approvals_server_to_client_bound_reply_reaches_handle_response() -> None:
     pair = ConnectionPair()
-    request = pair.fake.request_approval(
+    sent = pair.fake.request_approval(
         pair.server, approval_id="ap2", action=ACTION, deadline=FUTURE, now=0.0
     )
+    request = sent.message
     assert request.id == "s1-1"
     assert pair.server.outstanding == {"s1-1": request}
-    [effect] = pair.to_client(request)
+    [effect] = pair.to_client(sent)
     assert isinstance(effect, RequestReceived)
     incoming = effect.request
 
@@ -341,8 +342,8 @@ def test_approvals_server_to_client_bound_reply_reaches_handle_response() -> Non
     assert pair.to_server(reply) == []
     assert len(pair.fake.responses) == 1
     denial = Response(
-        id=reply.id,
-        correlation_id=reply.correlation_id,
+        id=reply.message.id,
+        correlation_id=reply.message.correlation_id,
         result=ApprovalRequestResult(
             approval_id="ap2", action=incoming.params.action, decision="deny"
         ),
@@ -363,7 +364,7 @@ def test_approvals_server_side_checks_the_peer_binding_and_deadline() -> None:
         action=ACTION,
         deadline="2030-01-01T00:00:00Z",
         now=0.0,
-    )
+    ).message
     # A peer that answers with another approval id (built by hand, since the
     # Client refuses to).
     bad = Response(
@@ -384,7 +385,7 @@ def test_approvals_server_side_checks_the_peer_binding_and_deadline() -> None:
         action=ACTION,
         deadline="2030-01-01T00:00:00Z",
         now=0.0,
-    )
+    ).message
     late = Response(
         id=request.id,
         correlation_id=request.correlation_id,
@@ -415,7 +416,7 @@ def test_approvals_server_to_client_typed_error_and_end_of_wait() -> None:
     )
     [effect] = pair.to_client(second)
     assert pair.server.expire(4.9) == []
-    assert pair.server.expire(5.0) == [second]
+    assert pair.server.expire(5.0) == [second.message]
     outcome = pair.fake.responses[-1][1]
     assert (outcome.code, outcome.origin) == (ErrorCode.TIMEOUT, "local")
     late = pair.client.reply(
@@ -429,7 +430,7 @@ def test_approvals_server_to_client_typed_error_and_end_of_wait() -> None:
     third = pair.fake.request_approval(
         pair.server, approval_id="ap7", action=ACTION, deadline=FUTURE, now=0.0
     )
-    assert pair.server.disconnect() == [third]
+    assert pair.server.disconnect() == [third.message]
     outcome = pair.fake.responses[-1][1]
     assert (outcome.code, outcome.origin) == (ErrorCode.DISCONNECTED, "local")
     with pytest.raises(ProtocolError) as closed:
@@ -453,7 +454,7 @@ def test_cancellation_both_directions() -> None:
     )
     assert pair.to_server(reply) == []
     request, outcome = pair.fake.responses[-1]
-    assert request == cancel
+    assert request == cancel.message
     assert (outcome.request_id, outcome.cancel_status) == ("c1-2", "requested")
 
 
@@ -470,8 +471,8 @@ def test_methods_outside_negotiated_groups_fail_before_sending_and_without_the_h
     client = Client(capabilities=["sessions.v1"])
     init = client.request("connection/initialize", {})
     client.receive(wire(server.receive(wire(init))[0]))
-    [response] = server.receive(raw_request("project/event.status", {"event_id": "e"}))
-    assert response.error.code == "unsupported"
+    [sent] = server.receive(raw_request("project/event.status", {"event_id": "e"}))
+    assert sent.message.error.code == "unsupported"
     assert host.events == {} and host.responses == []
 
 
@@ -480,8 +481,8 @@ def test_nothing_but_initialize_before_initialization_on_both_sides() -> None:
     with pytest.raises(ProtocolError) as exc:
         pair.client.request("thread/read", {"thread_id": "t"})
     assert exc.value.code == ErrorCode.NOT_INITIALIZED
-    [response] = pair.to_server(raw_request("thread/read", {"thread_id": "t"}))
-    assert response.error.code == "not_initialized"
+    [sent] = pair.to_server(raw_request("thread/read", {"thread_id": "t"}))
+    assert sent.message.error.code == "not_initialized"
     with pytest.raises(ProtocolError) as exc:
         pair.server.request("request/cancel", {"request_id": "x"})
     assert exc.value.code == ErrorCode.NOT_INITIALIZED
@@ -495,7 +496,7 @@ def test_nothing_but_initialize_before_initialization_on_both_sides() -> None:
             "connection/initialize", {"versions": ["1.0"], "capabilities": []}, id="i2"
         )
     )
-    assert again.error.code == "already_initialized"
+    assert again.message.error.code == "already_initialized"
 
 
 def test_required_capabilities_the_host_lacks_fail_initialization() -> None:
@@ -526,9 +527,10 @@ def test_required_capabilities_the_host_lacks_fail_initialization() -> None:
 
 def test_no_common_version() -> None:
     pair = ConnectionPair(initialize=False)
-    [response] = pair.to_server(
+    [sent] = pair.to_server(
         raw_request("connection/initialize", {"versions": ["2.0"], "capabilities": []})
     )
+    response = sent.message
     assert response.error.code == "no_common_version"
     assert response.error.data == {"supported": ["1.0"]}
     assert pair.server.state == "new"
@@ -538,18 +540,19 @@ def test_notifications_from_client_to_server_reach_the_handler() -> None:
     pair = ConnectionPair()
     note = pair.client.notify("item/delta", _delta(0).params, stream_id="up", cursor=1)
     assert pair.to_server(note) == []
-    assert pair.fake.notifications == [note]
+    assert pair.fake.notifications == [note.message]
     assert pair.server.positions() == {"up": 1}
     ephemeral = pair.client.notify("thread/closed", {"thread_id": "t"})
     assert pair.to_server(ephemeral) == []
-    assert pair.fake.notifications[-1] == ephemeral
+    assert pair.fake.notifications[-1] == ephemeral.message
 
 
 def test_client_ephemeral_notifications_from_server_notify() -> None:
     pair = ConnectionPair()
     note = pair.server.notify("thread/closed", {"thread_id": "thread-9"})
     [effect] = pair.to_client(note)
-    assert isinstance(effect, NotificationReceived) and effect.notification == note
+    assert isinstance(effect, NotificationReceived)
+    assert effect.notification == note.message
 
 
 def _delta(i: int) -> Notification:
@@ -618,10 +621,11 @@ def test_approval_binding_compares_exact_json_content() -> None:
     # Python's True == 1 == 1.0; the bound action is compared as JSON.
     pair = ConnectionPair()
     flagged = {**ACTION, "details": {"recursive": True}}
-    request = pair.fake.request_approval(
+    sent = pair.fake.request_approval(
         pair.server, approval_id="ap9", action=flagged, deadline=FUTURE, now=0.0
     )
-    [effect] = pair.to_client(request)
+    request = sent.message
+    [effect] = pair.to_client(sent)
     assert isinstance(effect, RequestReceived)
     numeric = {**ACTION, "details": {"recursive": 1}}
     with pytest.raises(ProtocolError) as mismatch:

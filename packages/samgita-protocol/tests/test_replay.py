@@ -82,7 +82,7 @@ class TestConstruction:
 class TestAppend:
     def test_assigns_contiguous_cursors_to_unsequenced_input(self) -> None:
         r = Replay("s")
-        out = [r.append(delta(i)) for i in (1, 2, 3)]
+        out = [r.append(delta(i)).message for i in (1, 2, 3)]
         assert [(n.stream_id, n.cursor) for n in out] == [("s", 1), ("s", 2), ("s", 3)]
         assert r.last_cursor == 3 and len(r) == 3
         assert out[0].params == delta(1).params
@@ -90,7 +90,7 @@ class TestAppend:
     def test_sequenced_input_must_continue_the_stream(self) -> None:
         r = fill(Replay("s"), 1, 3)
         n = delta(4, "s")
-        assert r.append(n) is n
+        assert r.append(n).message is n
         before = (r.first_cursor, r.last_cursor, r.retained_bytes)
         with pytest.raises(ProtocolError) as e:
             r.append(delta(9, "s"))
@@ -129,7 +129,8 @@ class TestAppend:
     def test_retained_bytes_are_encoded_sizes(self) -> None:
         r = Replay("s")
         out = [r.append(delta(i)) for i in range(1, 6)]
-        assert r.retained_bytes == sum(len(encode(n)) for n in out)
+        assert r.retained_bytes == sum(len(encode(o.message)) for o in out)
+        assert all(o.data == encode(o.message) for o in out)
 
 
 class TestSince:
@@ -257,7 +258,7 @@ class TestEviction:
         r1 = fill(Replay("s", max_bytes=max_bytes - 1), 1, 300)
         assert r1.first_cursor == 102
         # One large event evicts most of the retained ones at once.
-        big = r.append(delta(301, text="x" * (max_bytes * 9 // 10)))
+        big = r.append(delta(301, text="x" * (max_bytes * 9 // 10))).message
         retained = sizes[100:] + [len(encode(big))]
         excess = sum(retained) - max_bytes
         total, evicted = 0, 0
@@ -271,7 +272,7 @@ class TestEviction:
 
     def test_evicted_events_are_released(self) -> None:
         r = Replay("s", max_events=5)
-        first = r.append(delta(1))
+        first = r.append(delta(1)).message
         held = sys.getrefcount(first)
         fill(r, 2, 6)
         assert sys.getrefcount(first) == held - 1
@@ -393,7 +394,7 @@ def check_append(
     r: Replay, m: ListModel, n: Notification, expected: Notification
 ) -> None:
     if m.append(expected):
-        assert r.append(n) == expected
+        assert r.append(n).message == expected
     else:
         before = (r.first_cursor, r.last_cursor, r.retained_bytes)
         with pytest.raises(ProtocolError) as e:
@@ -442,26 +443,26 @@ class TestPageBytes:
             Replay("s", max_message_bytes=0)
 
 
-def test_append_encoded_returns_the_bytes_and_keeps_nothing_for_encode() -> None:
-    from samgita_protocol import ItemDeltaParams, Notification, Replay, encode
+def test_append_returns_the_retained_event_with_its_bytes() -> None:
+    from samgita_protocol import ItemDeltaParams, Notification, Outgoing, Replay
 
     replay = Replay("s1", max_events=2)
     note = Notification(
         method="item/delta",
         params=ItemDeltaParams(thread_id="t", turn_id="u", item_id="i", delta="d"),
     )
-    event, wire = replay.append_encoded(note)
+    out = replay.append(note)
+    assert isinstance(out, Outgoing)
+    event, wire = out.message, out.data
+    assert isinstance(event, Notification)
     assert (event.stream_id, event.cursor) == ("s1", 1)
     assert wire == encode(event)
     assert replay.since(0) == [event]
-    # nothing kept: encode() of the event is the module encode (same bytes)
-    assert replay._wire.take(event) is None  # noqa: SLF001
-    assert replay.encode(event) == wire
     # the bounds still evict the oldest
-    replay.append_encoded(note)
-    replay.append_encoded(note)
+    replay.append(note)
+    replay.append(note)
     assert [e.cursor for e in replay.since(1)] == [2, 3]
     with pytest.raises(ProtocolError) as info:
-        replay.append_encoded(msgspec.structs.replace(event, cursor=9))
+        replay.append(msgspec.structs.replace(event, cursor=9))
     assert info.value.code == ErrorCode.CURSOR_GAP
     assert replay.last_cursor == 3

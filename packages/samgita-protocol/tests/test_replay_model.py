@@ -36,7 +36,6 @@ from samgita_protocol import (
     Server,
     StreamResumeResult,
     decode,
-    encode,
 )
 from samgita_protocol._replay import PAGE_OVERHEAD
 from samgita_protocol._streams import ClientStreams
@@ -146,8 +145,8 @@ class ClientConsumer:
 
     def call(self, method: str, params: Any) -> list[Any]:
         request = self.client.request(method, params)
-        (response,) = self.server.receive(encode(request))
-        return self.client.receive(encode(response))
+        (response,) = self.server.receive(request.data)
+        return self.client.receive(response.data)
 
     def receive(self, data: bytes) -> None:
         assert self.client.receive(data) == []
@@ -223,13 +222,13 @@ class ReplayModel(RuleBasedStateMachine):
     def append(self, stream: str, text: str, lost: int) -> None:
         sequenced = self.replays[stream].append(delta(stream, text))
         if lost:  # one in five never reaches the consumer live
-            self.wire.append(encode(sequenced))
+            self.wire.append(sequenced.data)
 
     @rule(stream=st.sampled_from(STREAMS), count=st.integers(1, 150))
     def burst(self, stream: str, count: int) -> None:
         # Many events at once: retention and pages beyond one chunk.
         for i in range(count):
-            self.wire.append(encode(self.replays[stream].append(delta(stream, str(i)))))
+            self.wire.append(self.replays[stream].append(delta(stream, str(i))).data)
 
     @rule(stream=st.sampled_from(STREAMS), kib=st.sampled_from([64, 300, 1000, 1100]))
     def large(self, stream: str, kib: int) -> None:
@@ -245,7 +244,7 @@ class ReplayModel(RuleBasedStateMachine):
             assert (replay.last_cursor, len(replay), replay.retained_bytes) == before
             event("large event refused")
         else:
-            self.wire.append(encode(sequenced))
+            self.wire.append(sequenced.data)
 
     # -- wire and consumer --------------------------------------------------------
 

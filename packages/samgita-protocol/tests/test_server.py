@@ -24,7 +24,9 @@ from samgita_protocol import (
     EventStatusResult,
     Handler,
     ItemDeltaParams,
+    Message,
     Notification,
+    Outgoing,
     ProtocolError,
     Request,
     RequestContext,
@@ -96,6 +98,11 @@ class RequestsOnly(Handler):
         )
 
 
+def messages(outgoing: list[Outgoing]) -> list[Message]:
+    """The messages of what a Server returned (each sent as its ``data``)."""
+    return [out.message for out in outgoing]
+
+
 def ready(
     handler: Handler, groups: Collection[str] = ("cancellation.v1",), **options: Any
 ) -> Server:
@@ -105,7 +112,7 @@ def ready(
         {"versions": ["1.0"], "capabilities": list(groups)},
         id="init",
     )
-    [response] = server.receive(init)
+    [response] = messages(server.receive(init))
     assert response.result is not msgspec.UNSET
     return server
 
@@ -170,14 +177,37 @@ def test_unanswerable_input_raises_peer_error_and_never_reaches_the_handler(
 
 def test_too_large_input_is_refused_before_parsing() -> None:
     spy = Spy()
-    server = ready(spy, max_message_bytes=200)
+    # (the bound holds the initialize result, about 230 bytes)
+    server = ready(spy, max_message_bytes=300)
     with pytest.raises(ProtocolError) as exc:
-        server.receive(cancel("y" * 200))
+        server.receive(cancel("y" * 300))
     assert exc.value.code == ErrorCode.MESSAGE_TOO_LARGE
     assert spy.calls == []
 
 
-def test_receive_bytes_refuses_a_small_request_over_a_small_bound() -> None:
+def test_an_own_answer_over_the_bound_fails_and_changes_nothing() -> None:
+    """The Server builds its own answers (here the initialize result) with
+    their bytes inside receive: one over max_message_bytes is the local
+    message_too_large, and the Server is as it was (not initialized, the
+    request id not remembered)."""
+    # The request is 301 bytes, its answer 342.
+    server = Server(Spy(), capabilities=["cancellation.v1"], max_message_bytes=320)
+    offer = {"versions": ["1.0"], "capabilities": ["cancellation.v1"]}
+    init = raw_request("connection/initialize", offer, id="i" * 60)
+    with pytest.raises(ProtocolError) as caught:
+        server.receive(init)
+    assert caught.value.code == ErrorCode.MESSAGE_TOO_LARGE
+    assert caught.value.origin == "local"
+    assert server.state == "new"
+    # The id was not remembered: other content under it is no conflict.
+    other = raw_request("request/cancel", {"request_id": "x"}, id="i" * 60)
+    [answer] = server.receive(other)
+    assert isinstance(answer.message, Response)
+    assert answer.message.error is not msgspec.UNSET
+    assert answer.message.error.code == "not_initialized"
+
+
+def test_receive_refuses_a_small_request_over_a_small_bound() -> None:
     """A request in this library's own encoding (its method read from the bytes) one
     byte over max_message_bytes is refused like any input, and at exactly
     the bound it is answered."""
@@ -186,27 +216,27 @@ def test_receive_bytes_refuses_a_small_request_over_a_small_bound() -> None:
         spy = Spy()
         server = ready(spy, max_message_bytes=bound)
         if answered:
-            assert len(server.receive_bytes(wire)) == 1
+            assert len(server.receive(wire)) == 1
             assert len(spy.calls) == 1
             continue
         before = snapshot(server)
         with pytest.raises(ProtocolError) as exc:
-            server.receive_bytes(wire)
+            server.receive(wire)
         assert exc.value.code == ErrorCode.MESSAGE_TOO_LARGE
         assert spy.calls == []
         assert snapshot(server) == before
 
 
-def test_receive_bytes_checks_now_before_it_changes_anything() -> None:
+def test_receive_checks_now_before_it_changes_anything() -> None:
     spy = Spy()
     server = ready(spy)
     wire = encode(decode(cancel("y")))
     before = snapshot(server)
     with pytest.raises(TypeError):
-        server.receive_bytes(wire, now="noon")  # type: ignore[arg-type]
+        server.receive(wire, now="noon")  # type: ignore[arg-type]
     assert spy.calls == []
     assert snapshot(server) == before
-    assert len(server.receive_bytes(wire)) == 1  # the id is still new
+    assert len(server.receive(wire)) == 1  # the id is still new
 
 
 @pytest.mark.parametrize(
@@ -233,13 +263,14 @@ def test_malformed_requests_with_a_readable_identity_get_a_typed_error(
 ) -> None:
     spy = Spy(groups=("cancellation.v1", "sessions.v1"))
     server = ready(spy, groups=("cancellation.v1", "sessions.v1"))
-    [response] = server.receive(data)
+    [answer] = server.receive(data)
+    response = answer.message
     assert isinstance(response, Response)
     assert (response.id, response.correlation_id) == ("r1", "r1")
     assert response.error.code == code
     assert spy.calls == []
-    # The answer is itself a valid message.
-    wire(response)
+    # The answer is itself a valid message, sent as encode gives it.
+    assert answer.data == encode(response)
 
 
 def test_error_response_to_malformed_input_echoes_the_readable_context() -> None:
@@ -253,11 +284,11 @@ def test_error_response_to_malformed_input_echoes_the_readable_context() -> None
         project_ref="p",
         bogus=1,
     )
-    [response] = server.receive(data)
+    [response] = messages(server.receive(data))
     assert (response.id, response.correlation_id) == ("r2", "flow")
     assert (response.causation_id, response.project_ref) == ("cause", "p")
     # An invalid echo field is left out rather than making the answer invalid.
-    [response] = server.receive(cancel(id="r3", task_ref="t", bogus=1))
+    [response] = messages(server.receive(cancel(id="r3", task_ref="t", bogus=1)))
     assert response.task_ref is msgspec.UNSET
     assert response.error.code == "unknown_field"
 
@@ -271,7 +302,7 @@ def test_a_message_handed_in_decoded_is_validated_like_its_json() -> None:
         method="request/cancel",
         params=CancelParams(request_id="z"),
     )
-    [response] = server.receive(good)
+    [response] = messages(server.receive(good))
     assert response.result.request_id == "z"
     bad = Request(
         id="r6",
@@ -280,7 +311,7 @@ def test_a_message_handed_in_decoded_is_validated_like_its_json() -> None:
         params=good.params,
         command_id="k",
     )
-    [response] = server.receive(bad)
+    [response] = messages(server.receive(bad))
     assert response.error.code == "unexpected_command_id"
     assert len(spy.calls) == 1
 
@@ -296,7 +327,7 @@ def test_a_message_handed_in_with_plain_params_reaches_the_handler_as_a_struct(
     message = Request(
         id="r7", correlation_id="r7", method="request/cancel", params=params
     )
-    [response] = server.receive(message)
+    [response] = messages(server.receive(message))
     assert response.result.request_id == "z"
     [(_, got, context)] = spy.calls
     assert got == CancelParams(request_id="z")
@@ -332,12 +363,14 @@ def test_non_json_values_in_a_caller_built_message_are_local_and_unanswered(
     )
     assert spy.calls == [] and snapshot(server) == before
     # A schema violation stays the peer's and is answered.
-    [response] = server.receive(
-        Request(
-            id="r9",
-            correlation_id="r9",
-            method="request/cancel",
-            params={"request_id": "z", "extra": 1},
+    [response] = messages(
+        server.receive(
+            Request(
+                id="r9",
+                correlation_id="r9",
+                method="request/cancel",
+                params={"request_id": "z", "extra": 1},
+            )
         )
     )
     assert response.error.code == "unknown_field"
@@ -355,9 +388,9 @@ def test_a_raising_handler_becomes_a_fixed_internal_error_and_the_connection_kee
     spy = Spy(boom)
     server = ready(spy)
     for n in range(3):
-        [response] = server.receive(cancel("secret-token", id=f"r{n}"))
-        assert msgspec.to_builtins(response.error) == INTERNAL
-        assert b"secret" not in wire(response)
+        [out] = server.receive(cancel("secret-token", id=f"r{n}"))
+        assert msgspec.to_builtins(out.message.error) == INTERNAL
+        assert b"secret" not in out.data
     assert server.state == "ready"
     assert len(spy.calls) == 3
 
@@ -378,7 +411,7 @@ def test_a_handlers_typed_error_goes_out_as_built() -> None:
         )
 
     server = ready(Spy(refuse))
-    [response] = server.receive(cancel())
+    [response] = messages(server.receive(cancel()))
     assert msgspec.to_builtins(response.error) == {
         "code": "not_found",
         "message": "no such request",
@@ -402,7 +435,7 @@ def test_a_handlers_unsendable_typed_error_becomes_internal_error() -> None:
 
     for answer in (bad_data, too_large, bad_code):
         server = ready(Spy(answer), max_message_bytes=1000)
-        [response] = server.receive(cancel())
+        [response] = messages(server.receive(cancel()))
         assert msgspec.to_builtins(response.error) == INTERNAL, answer
 
 
@@ -425,7 +458,7 @@ def test_a_handlers_unsendable_typed_error_becomes_internal_error() -> None:
 )
 def test_invalid_handler_results_become_internal_error(result: Any) -> None:
     server = ready(Spy(lambda m, p, c: result))
-    [response] = server.receive(cancel())
+    [response] = messages(server.receive(cancel()))
     assert msgspec.to_builtins(response.error) == INTERNAL
 
 
@@ -433,7 +466,7 @@ def test_a_result_mapping_is_converted() -> None:
     server = ready(
         Spy(lambda m, p, c: {"request_id": p.request_id, "cancel_status": "requested"})
     )
-    [response] = server.receive(cancel())
+    [response] = messages(server.receive(cancel()))
     assert response.result == CancelResult(request_id="x", cancel_status="requested")
 
 
@@ -458,8 +491,8 @@ def test_a_too_large_result_becomes_internal_error() -> None:
             "action": {"kind": "k", "description": size},
             "deadline": "2099-01-01T00:00:00Z",
         }
-        [response] = server.receive(
-            raw_request("approval/request", params, id="a" + size)
+        [response] = messages(
+            server.receive(raw_request("approval/request", params, id="a" + size))
         )
         if ok:
             assert response.result.reason == "r" * 10
@@ -542,14 +575,18 @@ def test_a_handler_approving_at_or_after_the_deadline_is_answered_approval_expir
         "action": {"kind": "k", "description": "d"},
         "deadline": "2030-01-01T00:00:00Z",
     }
-    [early] = server.receive(
-        raw_request("approval/request", params, id="a1"),
-        now=datetime(2029, 1, 1, tzinfo=UTC),
+    [early] = messages(
+        server.receive(
+            raw_request("approval/request", params, id="a1"),
+            now=datetime(2029, 1, 1, tzinfo=UTC),
+        )
     )
     assert early.result.decision == "approve"
-    [late] = server.receive(
-        raw_request("approval/request", params, id="a2"),
-        now=datetime(2030, 1, 1, tzinfo=UTC),
+    [late] = messages(
+        server.receive(
+            raw_request("approval/request", params, id="a2"),
+            now=datetime(2030, 1, 1, tzinfo=UTC),
+        )
     )
     assert late.error.code == "approval_expired"
 
@@ -566,12 +603,12 @@ def test_receive_refuses_a_monotonic_now() -> None:
 def test_same_id_other_content_is_conflict_and_the_handler_is_not_called() -> None:
     spy = Spy()
     server = ready(spy)
-    [first] = server.receive(cancel("a", id="r1"))
+    [first] = messages(server.receive(cancel("a", id="r1")))
     assert first.result.request_id == "a"
-    [again] = server.receive(cancel("a", id="r1"))
+    [again] = messages(server.receive(cancel("a", id="r1")))
     assert again.result.request_id == "a"
     assert len(spy.calls) == 2  # identical: handled again (the host deduplicates)
-    [conflict] = server.receive(cancel("b", id="r1"))
+    [conflict] = messages(server.receive(cancel("b", id="r1")))
     assert conflict.error.code == "conflict" and conflict.error.data == {"id": "r1"}
     assert len(spy.calls) == 2
     # Key order and whitespace do not make other content.
@@ -586,7 +623,7 @@ def test_same_id_other_content_is_conflict_and_the_handler_is_not_called() -> No
         },
         indent=2,
     ).encode()
-    [same] = server.receive(reordered)
+    [same] = messages(server.receive(reordered))
     assert same.result.request_id == "a"
 
 
@@ -597,20 +634,20 @@ def test_the_incoming_window_is_bounded_by_max_completed() -> None:
     for n in range(3):
         server.receive(cancel("a", id=f"r{n}"))
     # "old" has been forgotten: other content under it is handled.
-    [response] = server.receive(cancel("b", id="old"))
+    [response] = messages(server.receive(cancel("b", id="old")))
     assert response.result.request_id == "b"
     assert len(list(server._seen.keys())) <= 3
 
 
 def test_refused_requests_are_remembered_too() -> None:
     server = Server(Spy(), capabilities=["cancellation.v1"])
-    [refused] = server.receive(cancel("a", id="r1"))
+    [refused] = messages(server.receive(cancel("a", id="r1")))
     assert refused.error.code == "not_initialized"
     init = raw_request(
         "connection/initialize", {"versions": ["1.0"], "capabilities": []}, id="init"
     )
     server.receive(init)
-    [conflict] = server.receive(cancel("b", id="r1"))
+    [conflict] = messages(server.receive(cancel("b", id="r1")))
     assert conflict.error.code == "conflict"
 
 
@@ -632,13 +669,34 @@ def test_notifications_emitted_by_a_handler_follow_its_response_in_order() -> No
 
     spy = Spy(emit, groups=("cancellation.v1", "streaming.v1"))
     server = ready(spy, groups=("cancellation.v1", "streaming.v1"))
-    messages = server.receive(cancel())
-    assert [type(m).__name__ for m in messages] == [
+    sent = messages(server.receive(cancel()))
+    assert [type(m).__name__ for m in sent] == [
         "Response",
         "Notification",
         "Notification",
     ]
-    assert [m.params.delta for m in messages[1:]] == ["1", "2"]
+    assert [m.params.delta for m in sent[1:]] == ["1", "2"]
+
+
+def test_each_outgoing_carries_exactly_the_bytes_encode_gives_its_message() -> None:
+    """What a Server sends for a handled request (its response, then the
+    notifications the handler emitted) is each message's own ``encode``."""
+
+    def emit(method: str, params: Any, context: RequestContext) -> Any:
+        context.notify("item/delta", DELTA, stream_id="s", cursor=1)
+        context.notify("item/delta", DELTA, correlation_id="flow")
+        return CancelResult(request_id=params.request_id, cancel_status="requested")
+
+    spy = Spy(emit, groups=("cancellation.v1", "streaming.v1"))
+    server = ready(spy, groups=("cancellation.v1", "streaming.v1"))
+    sent = server.receive(cancel(project_ref="p", task_ref="t"))
+    assert [type(out.message).__name__ for out in sent] == [
+        "Response",
+        "Notification",
+        "Notification",
+    ]
+    for out in sent:
+        assert out.data == encode(out.message)
 
 
 def test_emitting_outside_negotiated_groups_raises_to_the_handler() -> None:
@@ -654,7 +712,7 @@ def test_emitting_outside_negotiated_groups_raises_to_the_handler() -> None:
         )
 
     server = ready(Spy(emit))
-    [response] = server.receive(cancel())
+    [response] = messages(server.receive(cancel()))
     assert response.result is not msgspec.UNSET
     assert [e.code for e in seen] == [ErrorCode.UNSUPPORTED]
 
@@ -666,7 +724,8 @@ def test_emitted_notifications_are_dropped_with_a_failed_callback() -> None:
 
     spy = Spy(emit_then_fail, groups=("cancellation.v1", "sessions.v1"))
     server = ready(spy, groups=("cancellation.v1", "sessions.v1"))
-    assert [type(m).__name__ for m in server.receive(cancel())] == ["Response"]
+    sent = messages(server.receive(cancel()))
+    assert [type(m).__name__ for m in sent] == ["Response"]
 
 
 def test_a_context_cannot_emit_after_its_callback_returned() -> None:
@@ -729,7 +788,8 @@ def test_server_notify_validates() -> None:
         groups=("cancellation.v1", "streaming.v1"),
         max_message_bytes=400,
     )
-    note = server.notify("item/delta", DELTA, stream_id="s", cursor=1)
+    note = server.notify("item/delta", DELTA, stream_id="s", cursor=1).message
+    assert isinstance(note, Notification)
     assert (note.stream_id, note.cursor) == ("s", 1)
     for method in ("nope", "request/cancel"):  # the caller's wrong name
         with pytest.raises(ValueError, match="expected method to be"):
@@ -808,7 +868,7 @@ def test_a_failing_notification_callback_leaves_the_position_and_the_connection_
     # The same cursor delivered again is processed; requests still work.
     assert server.receive(note(2)) == []
     assert server.positions() == {"s": 2}
-    [response] = server.receive(cancel())
+    [response] = messages(server.receive(cancel()))
     assert response.result is not msgspec.UNSET
 
 
@@ -877,7 +937,7 @@ def test_a_notification_callback_may_emit() -> None:
     spy, server = two_groups(
         Spy(groups=("cancellation.v1", "streaming.v1"), on_notification=echo)
     )
-    [out] = server.receive(note(1))
+    [out] = messages(server.receive(note(1)))
     assert isinstance(out, Notification) and out.stream_id is msgspec.UNSET
 
 
@@ -899,7 +959,7 @@ def test_server_request_refusals_change_nothing() -> None:
         max_outstanding_requests=2,
         max_message_bytes=300,
     )
-    first = server.request("request/cancel", {"request_id": "a"}, now=0.0)
+    first = server.request("request/cancel", {"request_id": "a"}, now=0.0).message
     assert first.id == "s1-1" and first.correlation_id == "s1-1"
     cases = [
         ("request/cancel", {"request_id": "b"}, {"id": "s1-1"}, ErrorCode.CONFLICT),
@@ -930,7 +990,7 @@ def test_server_request_refusals_change_nothing() -> None:
     with pytest.raises(ValueError, match="'item/delta'"):  # not a request method
         server.request("item/delta", {}, now=0.0)
     assert snapshot(server) == before
-    second = server.request("request/cancel", {"request_id": "b"}, now=0.0)
+    second = server.request("request/cancel", {"request_id": "b"}, now=0.0).message
     assert second.id == "s1-2"  # failed calls consumed no id
     before = snapshot(server)
     with pytest.raises(ProtocolError) as exc:
@@ -944,14 +1004,14 @@ def test_server_request_ids_from_a_generator_and_a_custom_correlation() -> None:
     server = ready(Spy(), id_generator=lambda generation, n: f"host-{generation}-{n}")
     request = server.request(
         "request/cancel", {"request_id": "a"}, correlation_id="flow", now=0.0
-    )
+    ).message
     assert (request.id, request.correlation_id) == ("host-1-1", "flow")
 
 
 def test_responses_to_server_requests_are_checked() -> None:
     spy = Spy()
     server = ready(spy)
-    request = server.request("request/cancel", {"request_id": "a"}, now=0.0)
+    request = server.request("request/cancel", {"request_id": "a"}, now=0.0).message
 
     unknown = Response(
         id="zzz",
@@ -992,7 +1052,7 @@ def test_a_raising_response_callback_does_not_break_the_server() -> None:
 
     spy = Grumpy()
     server = ready(spy)
-    request = server.request("request/cancel", {"request_id": "a"}, now=0.0)
+    request = server.request("request/cancel", {"request_id": "a"}, now=0.0).message
     reply = Response(
         id=request.id,
         correlation_id=request.id,
@@ -1012,8 +1072,8 @@ def test_a_raising_response_callback_does_not_break_the_server() -> None:
 def test_expire_and_request_timeout() -> None:
     spy = Spy()
     server = ready(spy, request_timeout_ms=1500)
-    a = server.request("request/cancel", {"request_id": "a"}, now=10.0)
-    b = server.request("request/cancel", {"request_id": "b"}, now=11.0)
+    a = server.request("request/cancel", {"request_id": "a"}, now=10.0).message
+    b = server.request("request/cancel", {"request_id": "b"}, now=11.0).message
     assert server.expire(11.4) == []
     assert server.expire(11.5) == [a]
     assert server.expire(20.0) == [b]
@@ -1089,7 +1149,9 @@ def test_answered_server_requests_are_remembered_in_a_window_of_max_completed() 
     server = ready(spy, max_completed=2)
     replies = []
     for name in ("a", "b", "c"):
-        request = server.request("request/cancel", {"request_id": name}, now=0.0)
+        request = server.request(
+            "request/cancel", {"request_id": name}, now=0.0
+        ).message
         reply = Response(
             id=request.id,
             correlation_id=request.id,
@@ -1107,13 +1169,15 @@ def test_answered_server_requests_are_remembered_in_a_window_of_max_completed() 
 def test_text_frames_work_like_bytes() -> None:
     spy = Spy()
     server = ready(spy)
-    [response] = server.receive(cancel("a", id="t1").decode())
+    [response] = messages(server.receive(cancel("a", id="t1").decode()))
     assert response.result.request_id == "a"
-    [again] = server.receive(cancel("a", id="t1"))  # the same request as bytes
+    [again] = messages(
+        server.receive(cancel("a", id="t1"))
+    )  # the same request as bytes
     assert again.result.request_id == "a"
-    [conflict] = server.receive(cancel("b", id="t1").decode())
+    [conflict] = messages(server.receive(cancel("b", id="t1").decode()))
     assert conflict.error.code == "conflict"
-    [memory] = server.receive(memoryview(cancel("a", id="t2")))
+    [memory] = messages(server.receive(memoryview(cancel("a", id="t2"))))
     assert memory.result.request_id == "a"
     with pytest.raises(TypeError):
         server.receive(12)  # type: ignore[arg-type]
@@ -1126,10 +1190,14 @@ def test_initialize_offer_rules() -> None:
     )
     offer = {"versions": ["0.9", "1.0"], "capabilities": ["future.v9", "approvals.v1"]}
     bad = {**offer, "required_capabilities": ["sessions.v1"]}
-    [refused] = server.receive(raw_request("connection/initialize", bad, id="i1"))
+    [refused] = messages(
+        server.receive(raw_request("connection/initialize", bad, id="i1"))
+    )
     assert refused.error.code == "invalid_params"
     assert server.state == "new"
-    [response] = server.receive(raw_request("connection/initialize", offer, id="i2"))
+    [response] = messages(
+        server.receive(raw_request("connection/initialize", offer, id="i2"))
+    )
     # An unknown optional offer is ignored, not an error.
     assert msgspec.to_builtins(response.result) == {
         "version": "1.0",
@@ -1138,8 +1206,8 @@ def test_initialize_offer_rules() -> None:
         "host_id": "h",
     }
     assert server.capabilities == {"approvals.v1"}
-    [unsupported] = server.receive(
-        raw_request("thread/read", {"thread_id": "t"}, id="i3")
+    [unsupported] = messages(
+        server.receive(raw_request("thread/read", {"thread_id": "t"}, id="i3"))
     )
     assert unsupported.error.code == "unsupported"
     assert host.threads == {}
@@ -1152,7 +1220,7 @@ def test_notifications_emitted_before_a_handlers_own_typed_error_go_out() -> Non
 
     spy = Spy(emit_then_refuse, groups=("cancellation.v1", "sessions.v1"))
     server = ready(spy, groups=("cancellation.v1", "sessions.v1"))
-    response, closed = server.receive(cancel())
+    response, closed = messages(server.receive(cancel()))
     assert response.error.message == "the host's own words"
     assert closed.method == "thread/closed"
 
@@ -1167,5 +1235,5 @@ def test_oversize_text_and_buffers_are_message_too_large_before_any_copy() -> No
             "peer",
         )
         assert raised.value.data == {"bytes": 2000, "max": 1024}
-    [response] = server.receive(bytearray(cancel()))
+    [response] = messages(server.receive(bytearray(cancel())))
     assert response.result.request_id == "x"

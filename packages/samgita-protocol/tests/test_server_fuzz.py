@@ -75,6 +75,6 @@ def test_only_protocol_errors_escape_and_invalid_input_never_reaches_the_handler
     valid_request = isinstance(decoded, Request) and decoded.method == "request/cancel"
     assert len(spy.calls) == (1 if valid_request else 0)
     if out is not None:
-        for message in out:
-            assert isinstance(message, Response)
-            encode(message)
+        for sent in out:
+            assert isinstance(sent.message, Response)
+            assert sent.data == encode(sent.message)

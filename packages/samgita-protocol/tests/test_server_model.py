@@ -22,7 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from helpers import wire
 from samgita_protocol import CancelResult, ErrorCode, ProtocolError, Request, Response
-from test_server import Spy, cancel, note, ready, snapshot
+from test_server import Spy, cancel, messages, note, ready, snapshot
 
 MAX = 3  # max_outstanding_requests, max_completed and max_streams
 TIMEOUT = 10.0
@@ -58,7 +58,7 @@ class ServerModel(RuleBasedStateMachine):
     @rule(request_id=st.sampled_from(IDS), content=st.sampled_from(CONTENT))
     def incoming(self, request_id: str, content: str) -> None:
         window = dict(self.seen[-MAX:])
-        [response] = self.server.receive(cancel(content, id=request_id))
+        [response] = messages(self.server.receive(cancel(content, id=request_id)))
         if request_id in window and window[request_id] != content:
             assert response.error.code == "conflict"
         else:
@@ -75,7 +75,7 @@ class ServerModel(RuleBasedStateMachine):
         try:
             request = self.server.request(
                 "request/cancel", {"request_id": "x"}, now=self.now
-            )
+            ).message
         except ProtocolError as error:
             assert error.code == ErrorCode.LIMIT_EXCEEDED
             assert len(self.pending) == MAX

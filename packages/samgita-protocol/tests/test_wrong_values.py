@@ -44,14 +44,14 @@ class Env:
         )
         self.replay = sp.Replay("s")
         initialize = self.client.request("connection/initialize", {})
-        self.deliver(self.client.encode(initialize))
+        self.deliver(initialize.data)
         self.approval = self._incoming()
 
     def deliver(self, data: bytes) -> list[sp.Effect]:
         """Client bytes to the Server, its answers back to the Client."""
         effects: list[sp.Effect] = []
-        for answer in self.server.receive_bytes(data):
-            effects.extend(self.client.receive(answer))
+        for answer in self.server.receive(data):
+            effects.extend(self.client.receive(answer.data))
         return effects
 
     def _incoming(self) -> sp.Request:
@@ -64,7 +64,7 @@ class Env:
                 "deadline": "2099-01-01T00:00:00Z",
             },
         )
-        (effect,) = self.client.receive(self.server.encode(request))
+        (effect,) = self.client.receive(request.data)
         assert isinstance(effect, sp.RequestReceived)
         return effect.request
 
@@ -92,11 +92,11 @@ class Env:
         """A mutation round trip, a server notification and a replay append
         all still succeed."""
         request = self.client.request("thread/start", {}, command_id="cmd-works")
-        (effect,) = self.deliver(self.client.encode(request))
+        (effect,) = self.deliver(request.data)
         assert isinstance(effect, sp.ResponseReceived), effect
         note = self.server.notify("item/delta", DELTA)
-        assert self.client.receive(self.server.encode(note))
-        assert self.replay.append(NOTE).cursor == self.replay.last_cursor
+        assert self.client.receive(note.data)
+        assert self.replay.append(NOTE).message.cursor == self.replay.last_cursor
 
 
 @dataclass(frozen=True)
@@ -512,11 +512,6 @@ def _cases() -> dict[str, Case]:
             t,
             "error",
         ),
-        "client.encode(None)": Case(
-            lambda e: e.client.encode(None),  # type: ignore[arg-type]
-            t,
-            "message",
-        ),
         "client.expire(None)": Case(
             lambda e: e.client.expire(None),  # type: ignore[arg-type]
             t,
@@ -690,13 +685,8 @@ def _cases() -> dict[str, Case]:
             t,
             "now",
         ),
-        "server.receive_bytes(None)": Case(
-            lambda e: e.server.receive_bytes(None),  # type: ignore[arg-type]
-            t,
-            "data",
-        ),
-        "server.receive_bytes(dict)": Case(
-            lambda e: e.server.receive_bytes({}),  # type: ignore[arg-type]
+        "server.receive(dict)": Case(
+            lambda e: e.server.receive({}),  # type: ignore[arg-type]
             t,
             "data",
         ),
@@ -767,11 +757,6 @@ def _cases() -> dict[str, Case]:
             t,
             "now",
         ),
-        "server.encode(None)": Case(
-            lambda e: e.server.encode(None),  # type: ignore[arg-type]
-            t,
-            "message",
-        ),
         "server.expire(None)": Case(
             lambda e: e.server.expire(None),  # type: ignore[arg-type]
             t,
@@ -821,21 +806,6 @@ def _cases() -> dict[str, Case]:
         ),
         "replay.append(dict)": Case(
             lambda e: e.replay.append({"method": "item/delta"}),  # type: ignore[arg-type]
-            t,
-            "notification",
-        ),
-        "replay.append_encoded(None)": Case(
-            lambda e: e.replay.append_encoded(None),  # type: ignore[arg-type]
-            t,
-            "notification",
-        ),
-        "replay.encode(None)": Case(
-            lambda e: e.replay.encode(None),  # type: ignore[arg-type]
-            t,
-            "notification",
-        ),
-        "replay.encode(Request)": Case(
-            lambda e: e.replay.encode(REQUEST),  # type: ignore[arg-type]
             t,
             "notification",
         ),
@@ -905,8 +875,8 @@ def test_a_context_notify_names_the_wrong_argument() -> None:
     server = sp.Server(Host(capabilities=ALL_GROUPS), capabilities=ALL_GROUPS)
     for method, command_id in (("connection/initialize", None), ("thread/start", "c1")):
         message = client.request(method, {}, command_id=command_id)
-        for answer in server.receive_bytes(client.encode(message)):
-            client.receive(answer)
+        for answer in server.receive(message.data):
+            client.receive(answer.data)
     assert [type(e) for e in seen] == [TypeError, ValueError, TypeError]
     assert [str(e).split(" to be")[0] for e in seen] == [
         "expected method",

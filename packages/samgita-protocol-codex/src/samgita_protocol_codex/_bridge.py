@@ -1398,14 +1398,14 @@ class CodexBridge:
             stream_id=replay.stream_id,
             cursor=replay.last_cursor + 1,
         )
-        note, data = replay.append_encoded(note)
+        kept = replay.append(note)
         if new:
             self._keep_stream(thread_id, replay)
         groups = self._native_groups
         if groups is None or group not in groups:
             return []  # kept in the Replay: stream/resume serves it later
         # the bytes append validated, handed out without a second encode
-        return [ToNative(message=note, data=data)]
+        return [ToNative(message=kept.message, data=kept.data)]
 
     def _sequenced_pieces(
         self, thread_id: str, method: str, pieces: list[msgspec.Struct]
@@ -1426,14 +1426,14 @@ class CodexBridge:
         # first append, so an error leaves the Replay unchanged
         for note in notes:
             encode(note)
-        for note in notes:
-            replay.append(note)
+        kept = [replay.append(note) for note in notes]
         if new:
             self._keep_stream(thread_id, replay)
         groups = self._native_groups
         if groups is None or "streaming.v1" not in groups:
             return []
-        return [ToNative(message=n, data=replay.encode(n)) for n in notes]
+        # the bytes each append validated, handed out without a second encode
+        return [ToNative(message=k.message, data=k.data) for k in kept]
 
     def _keep_stream(self, thread_id: str, replay: Replay) -> None:
         self._streams[thread_id] = replay

@@ -1,8 +1,8 @@
 """One accepted connection: a fresh core ``Server`` driven by the socket.
 
 The loop is short on purpose (the style of ``websockets.asyncio.connection``):
-a reader feeds each text message to ``Server.receive_bytes`` and sends what
-comes back; a writer drains the bounded outbound queue into the socket; a
+a reader feeds each text message to ``Server.receive`` and sends the
+``data`` of each ``Outgoing`` that comes back; a writer drains the bounded outbound queue into the socket; a
 ticker drives the core's timers with ``expire(now)``.  Nothing here
 interprets the protocol: the core decides, this module moves bytes and
 applies the transport's bounds.
@@ -10,8 +10,8 @@ applies the transport's bounds.
 Per message the reader does as little as it can (bench/transport.py measures
 it): it takes the message as bytes (``recv(decode=False)``: no UTF-8 decode
 into a ``str`` that the core would encode again), hands them to
-``receive_bytes``, and sends the bytes the core validated when it built the
-reply, from the reader's own task when nothing else is queued or being
+``Server.receive``, and sends the bytes the core validated when it built the
+reply (each ``Outgoing.data``), from the reader's own task when nothing else is queued or being
 sent (no hop through the writer task).  Text frames must still be UTF-8
 (RFC 6455 section 8.1): ``websockets`` checks nothing when it is not asked
 to decode, and the core's decode checks every byte of the message, inside
@@ -168,9 +168,9 @@ class AgentConnection:
         ``ProtocolError`` from the core, ``ConnectionError`` when closed.
         """
         self._check_open()
-        notification = self.server.notify(method, params, **envelope)
-        await self.send_message(notification)
-        return notification
+        outgoing = self.server.notify(method, params, **envelope)
+        await self._enqueue(outgoing.data)
+        return outgoing.message
 
     async def request(self, method: str, params: Any, **envelope: Any) -> Any:
         """Send a server-initiated request (``Server.request``); returns the ``Request``.
@@ -179,29 +179,30 @@ class AgentConnection:
         ``ProtocolError`` from the core, ``ConnectionError`` when closed.
         """
         self._check_open()
-        request = self.server.request(method, params, **envelope)
-        await self.send_message(request)
-        return request
+        outgoing = self.server.request(method, params, **envelope)
+        await self._enqueue(outgoing.data)
+        return outgoing.message
 
     async def send_message(self, message: Any) -> None:
-        """Encode and send (or queue) one core message.
+        """Encode and send (or queue) one core message the caller built.
 
-        Raises ``ProtocolError`` when it cannot be encoded, ``ConnectionError``
-        when the connection is closed or the peer is not reading.
+        The message is encoded and validated (``samgita_protocol.encode``
+        with the listener's ``max_size``); for one the core built, send the
+        ``data`` of its ``Outgoing`` with :meth:`send_encoded` instead.
+        Raises ``ProtocolError`` when it cannot be encoded,
+        ``ConnectionError`` when the connection is closed or the peer is not
+        reading.
         """
-        # The Server hands out the bytes it validated when it built the
-        # message (no second encode); anything else is encoded and checked.
-        server = self._server
-        data = core.encode(message) if server is None else server.encode(message)
+        data = core.encode(message, max_message_bytes=self._max_message_bytes)
         await self._enqueue(data)
 
     async def send_encoded(self, data: bytes) -> None:
         """Send (or queue) one message given as the wire bytes the core validated.
 
-        For bytes the core already validated when it built the message
-        (``Replay.encode`` of an event ``Replay.append`` just returned,
-        ``Server.encode``), so they are not encoded and validated again; they
-        are sent as they are, so pass nothing else.  Raises ``TypeError`` for
+        For bytes the core already validated when it built the message (the
+        ``data`` of an ``Outgoing``: ``Replay.append``, ``Server.notify``,
+        ``Server.request``), so they are not encoded and validated again;
+        they are sent as they are, so pass nothing else.  Raises ``TypeError`` for
         anything but ``bytes``, ``ProtocolError`` (``message_too_large``,
         origin ``local``) above the listener's ``max_size``,
         ``ConnectionError`` when the connection is closed or the peer is not
@@ -425,7 +426,7 @@ async def run_connection(
     ticker = asyncio.create_task(_tick(server, tick))
     # Bound once: this runs for every message.
     recv = ws.recv
-    receive_bytes = server.receive_bytes
+    receive = server.receive
     enqueue = conn._enqueue
     protocol_error = core.ProtocolError
     received = 0
@@ -442,7 +443,7 @@ async def run_connection(
                 await conn.close(CloseCode.UNSUPPORTED_DATA, "text frames only")
                 break
             try:
-                replies = receive_bytes(data)
+                replies = receive(data)
             except protocol_error as exc:
                 code = exc.code
                 if code == "invalid_utf8" and exc.origin == "peer":
@@ -463,7 +464,7 @@ async def run_connection(
                 logger.debug("dropped unanswerable input: %s", code)
                 continue
             for reply in replies:
-                await enqueue(reply)
+                await enqueue(reply.data)
     except (ConnectionClosed, ConnectionError):
         pass
     finally:

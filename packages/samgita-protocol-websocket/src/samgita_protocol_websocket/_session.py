@@ -204,16 +204,20 @@ class Session:
         disconnect gives this request is raised, never a bare
         ``ConnectionError``.
         """
-        request = self._client.request(method, params, now=time.monotonic(), **envelope)
-        return await self._call(request)
+        outgoing = self._client.request(
+            method, params, now=time.monotonic(), **envelope
+        )
+        return await self._call(outgoing)
 
-    async def _call(self, request: Any) -> Any:
+    async def _call(self, outgoing: core.Outgoing) -> Any:
+        # outgoing: the Client's Request with its validated bytes.
+        request: Any = outgoing.message
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[request.id] = future
         lost = self._lost
         try:
             try:
-                await self._send(request)
+                await self._send(outgoing.data)
             except ConnectionError:
                 # The message may have reached the peer in part or whole: the
                 # outcome is the core's to say.  End the socket; the reader's
@@ -239,25 +243,24 @@ class Session:
 
     async def notify(self, method: str, params: Any, **envelope: Any) -> Any:
         """Send a notification (``Client.notify``); returns it. Raises ``ProtocolError``, ``ConnectionError``."""
-        notification = self._client.notify(method, params, **envelope)
-        await self._send(notification)
-        return notification
+        outgoing = self._client.notify(method, params, **envelope)
+        await self._send(outgoing.data)
+        return outgoing.message
 
     async def reply(self, request: Any, result: Any) -> None:
         """Answer an incoming request (an approval) with ``result``. Raises ``ProtocolError``, ``ConnectionError``."""
-        await self._send(self._client.reply(request, result))
+        await self._send(self._client.reply(request, result).data)
 
     async def reply_error(self, request: Any, error: Any) -> None:
         """Answer an incoming request with a typed error. Raises ``ProtocolError``, ``ConnectionError``."""
-        await self._send(self._client.reply_error(request, error))
+        await self._send(self._client.reply_error(request, error).data)
 
-    async def _send(self, message: Any) -> None:
+    async def _send(self, data: bytes) -> None:
+        # data: wire bytes the Client validated when it built the message
+        # (an Outgoing's or a SendMessage's data), sent as they are.
         ws = self._ws
         if ws is None or self._lost.is_set():
             raise ConnectionError("not connected")
-        # The Client hands out the bytes it validated when it built the
-        # message (no second encode); anything else is encoded and checked.
-        data = self._client.encode(message)
         try:
             async with asyncio.timeout(self._owner._send_timeout):
                 await ws.send(data, text=True)
@@ -378,14 +381,14 @@ class Session:
             )
         total = 0
         while True:
-            request = self._client.request(
+            outgoing = self._client.request(
                 "stream/resume",
                 {"stream_id": stream_id, "cursor": cursor},
                 now=time.monotonic(),
             )
-            self._pages.add(request.id)
+            self._pages.add(outgoing.message.id)
             # Settled by the reader once it ingested the page (see _page).
-            result = await self._call(request)
+            result = await self._call(outgoing)
             total += len(result.events)
             if not result.has_more:
                 return total
@@ -598,7 +601,7 @@ class Session:
                         core.ProtocolError(
                             core.ErrorCode.UNSUPPORTED, "this client takes no requests"
                         ),
-                    )
+                    ).data
                 )
                 return
             # Run apart from the reader: a callback that waits for a human
@@ -607,7 +610,7 @@ class Session:
             self._callbacks.add(task)
             task.add_done_callback(self._callbacks.discard)
         elif isinstance(effect, core.SendMessage):
-            await self._send(effect.message)
+            await self._send(effect.data)
 
     async def _call_back(
         self, callback: Callable[[Any], Awaitable[None] | None], request: Any

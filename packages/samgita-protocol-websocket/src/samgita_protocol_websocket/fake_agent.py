@@ -306,9 +306,9 @@ class FakeAgent(core.Handler):
 
     async def _emit(self, entry: _Turn, method: str, params: Any) -> None:
         ephemeral = core.Notification(method=method, params=params)
-        # The bytes append validated: every subscriber gets them without a
-        # second encode.
-        _, wire = entry.replay.append_encoded(ephemeral)
+        # The bytes append validated (its Outgoing's data): every subscriber
+        # gets them without a second encode.
+        wire = entry.replay.append(ephemeral).data
         group = core.METHODS[method].group
         for conn in list(entry.subscribers):
             if conn.closed:

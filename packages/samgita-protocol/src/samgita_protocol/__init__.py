@@ -16,11 +16,12 @@ from ._effects import (
 )
 from ._errors import ErrorCode, Origin, ProtocolError
 from ._handler import CallbackFailure, Handler, RequestContext
-from ._hotpath import encode_response
 from ._jsonscan import MAX_DEPTH
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, MAX_ID_BYTES
+from ._outgoing import Outgoing
 from ._rawjson import load_json
 from ._replay import Replay
+from ._replies import encode_response
 from ._results import convert_params, decode_result
 from ._schema import (
     CAPABILITY_GROUPS,
@@ -160,6 +161,8 @@ __all__ = [
     "RequestReceived",
     "ResponseReceived",
     "SendMessage",
+    # what either side sends (_outgoing)
+    "Outgoing",
     # connection, host side (_handler, _server)
     "CallbackFailure",
     "Handler",

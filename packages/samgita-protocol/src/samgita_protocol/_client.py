@@ -3,10 +3,11 @@ and sends ``connection/initialize`` (``docs/protocol.md`` sections 3, 4, 9,
 10 and 11).
 
 A :class:`Client` never touches a socket, a thread or an event loop. It
-takes messages in (:meth:`Client.receive`) and hands messages
-(:meth:`Client.request`, :meth:`Client.reply`, :meth:`Client.notify`) and
-effects (:mod:`samgita_protocol._effects`) out; the caller encodes and sends
-the messages and acts on the effects. Every public method either completes
+takes messages in (:meth:`Client.receive`) and hands out what to send
+(:meth:`Client.request`, :meth:`Client.reply`, :meth:`Client.notify`: each
+an `Outgoing`, the message with its validated bytes) and effects
+(:mod:`samgita_protocol._effects`); the caller sends each ``data`` and acts
+on the effects. Every public method either completes
 or raises :class:`ProtocolError` and leaves the client exactly as it was:
 each one runs all of its checks first and changes state only after them.
 
@@ -49,9 +50,6 @@ from samgita_protocol._effects import (
 )
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._given import given_message
-from samgita_protocol._hotpath import (
-    WireCache,
-)
 from samgita_protocol._outbox import DUPLICATE, Outbox, Pending, limit_error
 from samgita_protocol._plans import PLANS, Plan
 from samgita_protocol._results import decode_result, params_of
@@ -85,7 +83,7 @@ from ._options import (
     monotonic,
     wrong_type,
 )
-from ._outgoing import notification_to_send
+from ._outgoing import Outgoing, notification_to_send
 from ._state import (
     Activity,
     ConnectionState,
@@ -179,7 +177,6 @@ class Client(Stateful):
         "_streams",
         "_version",
         "_versions",
-        "_wire",
     )
 
     def __init__(
@@ -277,8 +274,6 @@ class Client(Stateful):
         # Correlated stream/resume results waiting for receive_replay, by
         # content digest; the oldest is forgotten first.
         self._resumes: FifoWindow[bytes, bool] = FifoWindow(limits.max_completed)
-        # Validated bytes of the messages built last, for Client.encode.
-        self._wire = WireCache()
 
     @staticmethod
     def _restore(checkpoints: object, host_id: str | None) -> Mapping[str, int] | None:
@@ -445,10 +440,11 @@ class Client(Stateful):
         project_ref: str | None = None,
         task_ref: str | None = None,
         now: float | None = None,
-    ) -> Request:
+    ) -> Outgoing:
         """Builds a request and records it as pending ("handed out": from now
         on a disconnect or timeout makes a mutation's outcome ambiguous). Send
-        ``client.encode(request)`` (its validated bytes, no second check).
+        the returned `Outgoing`'s ``data`` (the request's validated bytes);
+        its ``message`` is the `Request`.
 
         ``params`` is the method's params Struct or a mapping (converted to
         it). For ``connection/initialize``, a mapping's missing ``versions``,
@@ -530,11 +526,10 @@ class Client(Stateful):
             raise
         # -- no failure below this line --
         outbox.put(request, mutation, moment, counter, id is not None)
-        self._wire.keep(request, wire)
         if plan is None and method == _INITIALIZE:
             self._offer = converted
             self._move(Event.SEND_INITIALIZE)
-        return request
+        return Outgoing(request, wire)
 
     def notify(
         self,
@@ -547,9 +542,10 @@ class Client(Stateful):
         causation_id: str | None = None,
         project_ref: str | None = None,
         task_ref: str | None = None,
-    ) -> Notification:
+    ) -> Outgoing:
         """Builds a notification to send (ephemeral unless ``stream_id`` and
-        ``cursor`` are both given). Nothing is recorded.
+        ``cursor`` are both given): send the returned `Outgoing`'s ``data``.
+        Nothing is recorded.
 
         Raises:
             TypeError: ``method`` is not a string, ``params`` is neither
@@ -562,7 +558,7 @@ class Client(Stateful):
                 validation code of the params or envelope.
         """
         self._check(_EXCHANGE, "a notification")
-        notification, wire = notification_to_send(
+        return notification_to_send(
             method,
             params,
             self._negotiated,
@@ -575,8 +571,6 @@ class Client(Stateful):
             project_ref=project_ref,
             task_ref=task_ref,
         )
-        self._wire.keep(notification, wire)
-        return notification
 
     # -- receiving ---------------------------------------------------------------------
 
@@ -765,7 +759,8 @@ class Client(Stateful):
     def _receive_request(self, request: Request) -> list[Effect]:
         refusal = self._refusal(request)
         if refusal is not None:
-            return [SendMessage(response_to(request, error=refusal.to_wire()))]
+            response = response_to(request, error=refusal.to_wire())
+            return [SendMessage(response, self._encoded(response))]
         self._incoming[request.id] = request
         return [RequestReceived(request)]
 
@@ -799,14 +794,14 @@ class Client(Stateful):
 
     def reply(
         self, request: Request, result: Any, *, now: datetime | None = None
-    ) -> Response:
+    ) -> Outgoing:
         """Answers the pending incoming ``request`` with ``result`` (the
         method's result Struct or a mapping), checked against the method's
         result schema and binding. The request stays pending until this
         succeeds. The library never approves anything itself: an approval is
         bound to the request's ``approval_id`` and ``action`` and refused at
         or after its deadline (``now``: the wall clock, see the module
-        docstring). Send ``client.encode(response)``.
+        docstring). Send the returned `Outgoing`'s ``data``.
 
         Raises:
             ProtocolError (local): ``disconnected``, ``unknown_request`` (not
@@ -822,14 +817,14 @@ class Client(Stateful):
         pending = self._pending_incoming(request)
         checked = validate_result(pending, result, now=clock, origin="local")
         response = response_to(pending, result=checked)
-        wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
+        wire = self._encoded(response)
         del self._incoming[pending.id]
-        self._wire.keep(response, wire)
-        return response
+        return Outgoing(response, wire)
 
-    def reply_error(self, request: Request, error: ProtocolError) -> Response:
-        """Answers the pending incoming ``request`` with a typed error. The
-        error goes out as given (code, message, data): keep secrets out of it.
+    def reply_error(self, request: Request, error: ProtocolError) -> Outgoing:
+        """Answers the pending incoming ``request`` with a typed error (send
+        the returned `Outgoing`'s ``data``). The error goes out as given
+        (code, message, data): keep secrets out of it.
 
         Raises:
             ProtocolError (local): ``disconnected``, ``unknown_request``,
@@ -841,32 +836,12 @@ class Client(Stateful):
             raise wrong_type("error", error, "a ProtocolError")
         pending = self._pending_incoming(request)
         response = response_to(pending, error=error.to_wire())
-        wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
+        wire = self._encoded(response)
         del self._incoming[pending.id]
-        self._wire.keep(response, wire)
-        return response
+        return Outgoing(response, wire)
 
-    def encode(self, message: Message) -> bytes:
-        """The wire bytes to send for ``message``.
-
-        For a message this client built (:meth:`request`, :meth:`notify`,
-        :meth:`reply`, :meth:`reply_error`) these are the bytes it validated
-        then, handed out without encoding and validating again (kept for the
-        last 64 such messages, 256 KiB in all, none over 64 KiB; each handed
-        out once; a message mutated after it was built still gets the bytes
-        that were validated). Any other message is
-        ``samgita_protocol.encode(message)`` with this client's
-        ``max_message_bytes``.
-
-        Raises:
-            ProtocolError: origin ``local``, the codes of
-                ``samgita_protocol.encode`` (only for a message this client
-                did not just build).
-        """
-        wire = self._wire.take(message)
-        if wire is not None:
-            return wire
-        return encode(message, max_message_bytes=self._limits.max_message_bytes)
+    def _encoded(self, response: Response) -> bytes:
+        return encode(response, max_message_bytes=self._limits.max_message_bytes)
 
     # -- ending the connection ------------------------------------------------------------
 

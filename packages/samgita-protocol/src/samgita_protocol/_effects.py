@@ -71,9 +71,11 @@ class NotificationReceived(msgspec.Struct, frozen=True):
 class SendMessage(msgspec.Struct, frozen=True):
     """A message the client produced itself (the error response to an
     incoming request it refused: not initialized, unsupported, a conflicting
-    id, over ``max_incoming_requests``). Encode and send it."""
+    id, over ``max_incoming_requests``). Send ``data``, its validated wire
+    bytes (as in `Outgoing`)."""
 
     message: Response
+    data: bytes
 
 
 Effect: TypeAlias = (

@@ -1,4 +1,6 @@
-"""The notifications a connection side sends, built and proven in one place.
+"""What a connection side sends: `Outgoing` (a message with the wire bytes
+that were validated when it was built), and the notifications, built and
+proven in one place.
 
 `Client.notify`, `Server.notify` and a handler's ``context.notify`` all
 build a notification the same way: a defined notification method (a wrong
@@ -13,15 +15,33 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from msgspec import UNSET
 
 from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
 from ._options import envelope_types
 from ._results import params_of
-from ._schema import METHODS, Notification, method_spec
+from ._schema import METHODS, Message, Notification, method_spec
 
-__all__ = ["notification_to_send"]
+__all__ = ["Outgoing", "notification_to_send"]
+
+
+class Outgoing(msgspec.Struct, frozen=True):
+    """A message this side built, with its wire bytes: send ``data``.
+
+    What `Client.request`, `Client.notify`, `Client.reply`,
+    `Client.reply_error`, `Server.notify`, `Server.request`,
+    `Server.receive` and `Replay.append` return. ``data`` is the message's
+    JSON, validated with every rule of ``samgita_protocol.decode`` when the
+    message was built (send it as it is: encoding ``message`` again would
+    validate it again); ``message`` is the same message as an object, for
+    the caller's bookkeeping (its id, its method). Frozen, compared by
+    value, matched positionally (``case Outgoing(message, data):``).
+    """
+
+    message: Message
+    data: bytes
 
 
 def notification_to_send(
@@ -37,7 +57,7 @@ def notification_to_send(
     causation_id: str | None = None,
     project_ref: str | None = None,
     task_ref: str | None = None,
-) -> tuple[Notification, bytes]:
+) -> Outgoing:
     """The notification and its wire bytes, on a side whose negotiated groups
     are ``negotiated``; a method only the ``only_from`` side sends (its
     ``direction``) is refused as ``unsupported``, as one of a group not
@@ -83,4 +103,4 @@ def notification_to_send(
             task_ref=task_ref,
         )
         raise
-    return notification, wire
+    return Outgoing(notification, wire)

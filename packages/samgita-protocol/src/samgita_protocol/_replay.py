@@ -16,8 +16,8 @@ from msgspec import UNSET
 
 from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
-from ._hotpath import WireCache
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, check_id, positive_int, wrong_type
+from ._outgoing import Outgoing
 from ._schema import Notification, StreamResumeResult
 
 __all__ = ["PAGE_OVERHEAD", "PAGE_SIZE", "Replay"]
@@ -80,7 +80,6 @@ class Replay:
         "_max_message_bytes",
         "_sizes",
         "_stream_id",
-        "_wire",
     )
 
     def __init__(
@@ -106,8 +105,6 @@ class Replay:
         self._first = 1
         self._last = 0
         self._bytes = 0
-        # Validated bytes of the events appended last, for Replay.encode.
-        self._wire = WireCache()
 
     def __repr__(self) -> str:
         return (
@@ -154,8 +151,10 @@ class Replay:
         """Number of retained events."""
         return self._last - self._first + 1
 
-    def append(self, notification: Notification) -> Notification:
-        """Append one event and return it as retained (with ``stream_id`` and ``cursor``).
+    def append(self, notification: Notification) -> Outgoing:
+        """Append one event; return it as retained (with ``stream_id`` and
+        ``cursor``) with its wire bytes, validated and sized here: an
+        `Outgoing` (send its ``data``).
 
         Unsequenced input gets this stream's ``stream_id`` and the next
         cursor; sequenced input must carry this stream and exactly the next
@@ -172,19 +171,6 @@ class Replay:
                 ``max_message_bytes``), ``message_too_large`` (the event
                 alone is over ``max_message_bytes``), and any code
                 :func:`encode` raises for an invalid notification.
-        """
-        event, wire = self.append_encoded(notification)
-        # Kept for encode(event): the bytes validated here, handed out once.
-        self._wire.keep(event, wire)
-        return event
-
-    def append_encoded(self, notification: Notification) -> tuple[Notification, bytes]:
-        """:meth:`append`, returning the retained event and its wire bytes
-        (what ``samgita_protocol.encode`` gives for it, validated and sized
-        here): send those, nothing is kept for :meth:`encode`.
-
-        Raises:
-            TypeError, ProtocolError: as :meth:`append`; the log is unchanged.
         """
         if type(notification) is not Notification:  # encode's rule: no subclass
             raise wrong_type("notification", notification, "a Notification")
@@ -235,28 +221,7 @@ class Replay:
             or self._bytes > self._max_bytes
         ):
             self._evict()
-        return notification, wire
-
-    def encode(self, notification: Notification) -> bytes:
-        """The wire bytes to send for ``notification``.
-
-        For an event :meth:`append` just returned these are the bytes it
-        validated and sized, handed out without encoding and validating
-        again (kept for the last 64 appended events, 256 KiB in all, none
-        over 64 KiB; each handed out once). Any other notification is ``samgita_protocol.encode(notification)``.
-
-        Raises:
-            TypeError: ``notification`` is not a :class:`Notification`.
-            ProtocolError: origin ``local``, the codes of
-                ``samgita_protocol.encode`` (only for a notification this log
-                did not just append).
-        """
-        wire = self._wire.take(notification)
-        if wire is not None:
-            return wire
-        if type(notification) is not Notification:
-            raise wrong_type("notification", notification, "a Notification")
-        return encode(notification)
+        return Outgoing(notification, wire)
 
     def _evict(self) -> None:
         events = self._events

@@ -1,7 +1,8 @@
 """The sans-IO connection state of the side that hosts a `Handler`.
 
 One `Server` per authenticated connection. `Server.receive` takes the bytes
-of one message and returns the messages to send back, in order; it answers
+of one message and returns what to send back, in order (each an
+`Outgoing`: the message and its validated bytes); it answers
 ``connection/initialize`` itself, refuses anything outside the negotiated
 groups without calling the handler, and calls the handler for everything
 else. It never touches a socket or a thread, writes to a logger only when
@@ -40,12 +41,6 @@ from ._handler import (
     implements_notifications,
     implements_responses,
 )
-from ._hotpath import (
-    RESULT_PLANS,
-    ResultPlan,
-    WireCache,
-    proven_result,
-)
 from ._options import (
     DEFAULT_MAX_STREAMS,
     check_id,
@@ -57,7 +52,9 @@ from ._options import (
     wrong_type,
 )
 from ._outbox import DUPLICATE, Outbox
-from ._outgoing import notification_to_send
+from ._outgoing import Outgoing, notification_to_send
+from ._plans import RESPONSE_PLANS, Plan
+from ._replies import proven_result
 from ._results import decode_result, params_of
 from ._schema import (
     CAPABILITY_GROUPS,
@@ -166,7 +163,7 @@ def _internal(request: Request) -> Response:
     return response_to(request, error=_INTERNAL_WIRE)
 
 
-class _Emitter(list[Notification]):
+class _Emitter(list[Outgoing]):
     """The notifications one callback emitted, in order; calling it
     validates and queues one more while the callback runs (``_build`` is
     the Server's builder; ``None`` once the callback returned).
@@ -176,7 +173,7 @@ class _Emitter(list[Notification]):
 
     __slots__ = ("_build", "refused")
 
-    _build: Callable[..., Notification] | None
+    _build: Callable[..., Outgoing] | None
     #: The last `ProtocolError` it raised (unset until one): the callback
     #: letting that very error propagate is the host's own failure, not a
     #: typed error meant for the peer (`_notify_refused`).
@@ -188,12 +185,14 @@ class _Emitter(list[Notification]):
             _closed_emitter()
         assert build is not None
         try:
-            notification = build(method, params, **options)
+            outgoing = build(method, params, **options)
         except ProtocolError as error:
             self.refused = error
             raise
-        self.append(notification)
-        return notification
+        self.append(outgoing)
+        message = outgoing.message
+        assert type(message) is Notification
+        return message
 
 
 def _notify_refused(emitter: _Emitter, error: ProtocolError) -> bool:
@@ -276,7 +275,6 @@ class Server(Stateful):
         "_positions",
         "_scratch",
         "_seen",
-        "_wire",
     )
 
     def __init__(
@@ -362,8 +360,6 @@ class Server(Stateful):
             request_timeout=limits.request_timeout,
             id_generator=id_generator,
         )
-        # Validated bytes of the messages built last, for Server.encode.
-        self._wire = WireCache()
         # What each callback's emitter builds notifications with (bound once).
         self._builder = self._build_notification
 
@@ -454,8 +450,10 @@ class Server(Stateful):
         data: bytes | bytearray | memoryview | str | Message,
         *,
         now: datetime | None = None,
-    ) -> list[Message]:
-        """Receive one message from the peer; return the messages to send, in order.
+    ) -> list[Outgoing]:
+        """Receive one message from the peer; return what to send, in order:
+        each an `Outgoing`, a message with its validated wire bytes (send
+        each ``data`` as it is).
 
         ``data`` is one message's bytes (or text), or a `Message` the caller
         decoded itself (validated as if it had arrived as its JSON).
@@ -490,7 +488,10 @@ class Server(Stateful):
                 initialization or of a group not negotiated or not accepted:
                 ``not_initialized``, ``unsupported``; ``cursor_gap``);
                 origin ``local`` for ``disconnected`` (after `disconnect`),
-                ``limit_exceeded`` (a new stream over ``max_streams``) and a
+                ``limit_exceeded`` (a new stream over ``max_streams``),
+                ``message_too_large`` (an answer the Server builds itself,
+                such as the initialize result, over ``max_message_bytes``)
+                and a
                 failed notification callback (its own `ProtocolError`, or
                 ``internal_error`` for anything else it raised). The Server
                 is unchanged and keeps working after every one of them.
@@ -532,10 +533,10 @@ class Server(Stateful):
                 )
             except ProtocolError as error:
                 error = error if error.origin == "peer" else error.with_origin("peer")
-                response = self._recover(wire, error)
-                if response is None:
+                answer = self._recover(wire, error)
+                if answer is None:
                     raise error from None
-                return [response]
+                return [answer]
         else:
             # A Message the caller decoded: validated as if it had arrived as
             # its JSON (size included) and decoded from it (params the
@@ -547,10 +548,10 @@ class Server(Stateful):
             except ProtocolError as error:
                 if error.origin == "local":
                     raise
-                response = self._recover(data, error)
-                if response is None:
+                answer = self._recover(data, error)
+                if answer is None:
                     raise error from None
-                return [response]
+                return [answer]
         if type(message) is Request:
             return self._receive_request(message, wire, now)
         if type(message) is Response:
@@ -561,7 +562,7 @@ class Server(Stateful):
 
     def _recover(
         self, source: bytes | str | Message, error: ProtocolError
-    ) -> Response | None:
+    ) -> Outgoing | None:
         """The error response to invalid input that still names a request
         identity (so the peer's request does not wait for a timeout), or None.
         Input that is too large, not UTF-8, not JSON or too deep is never
@@ -597,16 +598,22 @@ class Server(Stateful):
             id=id_, correlation_id=correlation_id, error=error.to_wire(), **echo
         )
         try:
-            encode(response, max_message_bytes=self._limits.max_message_bytes)
+            return self._out(response)
         except ProtocolError:
             return None
-        return response
 
     # -- incoming requests ------------------------------------------------------------
 
+    def _out(self, response: Response) -> Outgoing:
+        """A response the Server built itself (a refusal, the initialize
+        result, an error it substituted) with its validated bytes."""
+        return Outgoing(
+            response, encode(response, max_message_bytes=self._limits.max_message_bytes)
+        )
+
     def _receive_request(
         self, request: Request, wire: bytes | str | None, now: datetime | None
-    ) -> list[Message]:
+    ) -> list[Outgoing]:
         # Identity reuse: the same id with other content is a conflict and the
         # handler is not called; the same request again is handled again (the
         # host deduplicates by command_id). Remembered once, at first arrival.
@@ -618,15 +625,20 @@ class Server(Stateful):
                     "request id reused with different content",
                     data={"id": request.id},
                 )
-                return [_error_response(request, error)]
+                return [self._out(_error_response(request, error))]
         spec = METHODS[request.method]
         refusal = self._refusal(spec)
+        # The Server's own answers are built (and sized) before the id is
+        # remembered: one that cannot be sent changes nothing.
+        answer: Outgoing | None = None
+        if refusal is not None:
+            answer = self._out(_error_response(request, refusal))
+        elif spec.group is None:
+            answer = self._initialize(request)
         if kept is None:
             self._seen.add(request.id, content_key(request, wire))
-        if refusal is not None:
-            return [_error_response(request, refusal)]
-        if spec.group is None:
-            return [self._initialize(request)]
+        if answer is not None:
+            return [answer]
         return self._call_handler(request, now)
 
     def _refusal(self, spec: MethodSpec) -> ProtocolError | None:
@@ -644,46 +656,39 @@ class Server(Stateful):
             )
         return None
 
-    def _initialize(self, request: Request) -> Response:
+    def _initialize(self, request: Request) -> Outgoing:
         try:
             version, supported = negotiate(request.params, self._capabilities)
         except ProtocolError as error:
-            return _error_response(request, error)
+            return self._out(_error_response(request, error))
         result = InitializeResult(
             version=version,
             capabilities=supported,
             connection_id=self._connection_id,
             host_id=self._host_id,
         )
+        outgoing = self._out(response_to(request, result=result))
         self._move(Event.INITIALIZED)
         self._negotiated = frozenset(supported)
-        return Response(
-            id=request.id, correlation_id=request.correlation_id, result=result
-        )
+        return outgoing
 
-    def _call_handler(self, request: Request, now: datetime | None) -> list[Message]:
+    def _call_handler(self, request: Request, now: datetime | None) -> list[Outgoing]:
         response, wire, queued = self._handled(
-            request, RESULT_PLANS.get(request.method), now, True
+            request, RESPONSE_PLANS.get(request.method), now
         )
-        assert response is not None
-        if wire is not None:
-            self._wire.keep(response, wire)
-        return [response, *queued]
+        answer = self._out(response) if wire is None else Outgoing(response, wire)
+        return [answer, *queued]
 
     def _handled(
         self,
         request: Any,
-        plan: ResultPlan | None,
+        plan: Plan | None,
         now: datetime | None,
-        copy: bool | None,
-    ) -> tuple[Response | None, bytes | None, list[Notification]]:
-        """Calls the handler: its response, that response's validated bytes
-        (``None`` when it must be encoded: a substituted internal error),
-        and the notifications the handler emitted (their bytes are kept).
-        ``copy``: the response carries a decoded copy of the handler's
-        result (it is handed to the caller), not the handler's object;
-        ``None``: the caller needs only the bytes, so a proven result's
-        response is not built (``None``).
+    ) -> tuple[Response, bytes | None, list[Outgoing]]:
+        """Calls the handler: its response (carrying a decoded copy of the
+        handler's result, never the handler's own object), that response's
+        validated bytes (``None`` when it must be encoded: a substituted
+        internal error), and the notifications the handler emitted.
 
         The handler's result must be a valid, bound result for this request
         that fits in one message; otherwise the peer gets a fixed internal
@@ -734,7 +739,7 @@ class Server(Stateful):
             proven = None if plan is None else proven_result(plan, request, outcome)
             if proven is not None:
                 # The common case: the response's own bytes validated in one
-                # decode (see _hotpath.proven_result).
+                # decode (see _replies.proven_result).
                 wire, typed = proven
                 result = typed.result
             else:  # not the shortcut's case: the general check
@@ -744,16 +749,12 @@ class Server(Stateful):
                 # validated the result: only the size is left to check.
                 wire = encode_unchecked(response)
             # Every result carrying acceptance (event.receive, event.status).
-            if (
-                not self._durable
-                and (plan is None or plan.acceptance)
-                and getattr(result, "acceptance", None) == "durable"
-            ):
+            if not self._durable and getattr(result, "acceptance", None) == "durable":
                 raise ProtocolError(
                     ErrorCode.INVALID_RESULT,
                     "acceptance durable from a Server not created with durable=True",
                 )
-            rule = RULES.get(request.method) if plan is None else plan.rule
+            rule = RULES.get(request.method)
             if rule is not None:
                 rule(request.params, result, now, "local")
             if len(wire) > self._max_bytes:
@@ -770,14 +771,14 @@ class Server(Stateful):
             return self._request_failed(request, local)
         except Exception as error:
             return self._request_failed(request, error)
-        if response is None and copy is not None:
+        if response is None:
             # What the caller is handed must not share the handler's objects.
-            response = response_to(request, result=result if copy else outcome)
+            response = response_to(request, result=result)
         return response, wire, emitter
 
     def _request_failed(
         self, request: Any, error: Exception
-    ) -> tuple[Response, None, list[Notification]]:
+    ) -> tuple[Response, None, list[Outgoing]]:
         """What `_handled` returns for a failed ``handle_request``, reported
         first: ``internal_error`` without the queued notifications (nothing
         of a failed callback leaves the host)."""
@@ -866,7 +867,7 @@ class Server(Stateful):
 
     # -- incoming notifications -------------------------------------------------------
 
-    def _receive_notification(self, notification: Notification) -> list[Message]:
+    def _receive_notification(self, notification: Notification) -> list[Outgoing]:
         self._check(_EXCHANGE, notification.method, "peer")
         spec = METHODS[notification.method]
         if spec.group not in self._negotiated or not implements_notifications(
@@ -934,9 +935,9 @@ class Server(Stateful):
         causation_id: str | None = None,
         project_ref: str | None = None,
         task_ref: str | None = None,
-    ) -> Notification:
+    ) -> Outgoing:
         self._check(_EXCHANGE, "a notification")
-        notification, wire = notification_to_send(
+        return notification_to_send(
             method,
             params,
             self._negotiated,
@@ -949,8 +950,6 @@ class Server(Stateful):
             project_ref=project_ref,
             task_ref=task_ref,
         )
-        self._wire.keep(notification, wire)
-        return notification
 
     def notify(
         self,
@@ -963,8 +962,9 @@ class Server(Stateful):
         causation_id: str | None = None,
         project_ref: str | None = None,
         task_ref: str | None = None,
-    ) -> Notification:
-        """Build a notification to send (the caller encodes and sends it).
+    ) -> Outgoing:
+        """Build a notification to send: send the returned `Outgoing`'s
+        ``data``.
 
         ``params`` is the method's params Struct or a mapping converted to
         it. A replayable notification carries both ``stream_id`` and
@@ -1005,11 +1005,11 @@ class Server(Stateful):
         project_ref: str | None = None,
         task_ref: str | None = None,
         now: float | None = None,
-    ) -> Request:
+    ) -> Outgoing:
         """Build a server-initiated request (``approval/request``,
         ``request/cancel``) and record it as pending.
 
-        The caller encodes and sends it. The response (or the end of the wait,
+        Send the returned `Outgoing`'s ``data``. The response (or the end of the wait,
         see `expire` and `disconnect`) goes to `Handler.handle_response`,
         which the handler must implement. Only methods a Server may send are
         accepted; they are all reads, so a server-initiated request never
@@ -1078,45 +1078,7 @@ class Server(Stateful):
             raise
         # -- no failure below this line --
         outbox.put(request, False, moment, counter, id is not None)
-        self._wire.keep(request, wire)
-        return request
-
-    def encode(self, message: Message) -> bytes:
-        """The wire bytes to send for ``message``.
-
-        For a message this Server built and validated (a handler's response
-        or typed error and the notifications it emitted, as `receive`
-        returned them; `notify`; `request`) these are the bytes it
-        validated then, handed out without encoding and validating again
-        (kept for the last 64 such messages, 256 KiB in all, none over
-        64 KiB; each handed out once; a message mutated after it was built
-        still gets the bytes that were validated). Any other message is ``samgita_protocol.encode(message)``
-        with this Server's ``max_message_bytes``.
-
-        Raises:
-            ProtocolError: origin ``local``, the codes of
-                ``samgita_protocol.encode`` (only for a message this Server
-                did not build and validate).
-        """
-        wire = self._wire.take(message)
-        if wire is not None:
-            return wire
-        return encode(message, max_message_bytes=self._limits.max_message_bytes)
-
-    def receive_bytes(
-        self,
-        data: bytes | bytearray | memoryview | str | Message,
-        *,
-        now: datetime | None = None,
-    ) -> list[bytes]:
-        """`receive`, with each message to send given as its wire bytes
-        (`encode` of each, in order).
-
-        Raises:
-            TypeError, ProtocolError: as `receive`, and as `encode` for a
-                reply this Server did not validate when it built it.
-        """
-        return [self.encode(message) for message in self.receive(data, now=now)]
+        return Outgoing(request, wire)
 
     # -- ending waits -------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ import msgspec
 from ._errors import ErrorCode, ProtocolError
 from ._handler import Handler, NotificationContext, RequestContext
 from ._options import DEFAULT_MAX_MESSAGE_BYTES
+from ._outgoing import Outgoing
 from ._replay import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_EVENTS,
@@ -221,7 +222,7 @@ class FakeHost(Handler):
         turn_id: str | None = None,
         reason: str | None = None,
         now: float | None = None,
-    ) -> Request:
+    ) -> Outgoing:
         """Ask the peer to approve ``action`` (``server.request`` of
         ``approval/request``); the outcome lands in `responses`.
 
@@ -248,23 +249,25 @@ class FakeHost(Handler):
             params = fields
         return server.request("approval/request", params, now=now)
 
-    def publish(self, server: Server, method: str, params: Any) -> Notification:
+    def publish(self, server: Server, method: str, params: Any) -> Outgoing:
         """Emit a notification outside any request (for example
         ``thread/closed``), sequenced by the host's `Replay` like everything
         the host emits: ``server.notify`` validates it with the next cursor,
-        then the log retains it. Send the returned notification.
+        then the log retains it. Send the returned `Outgoing`'s ``data``.
 
         Raises:
             ProtocolError: as `Server.notify` (nothing is logged then).
         """
-        notification = server.notify(
+        outgoing = server.notify(
             method,
             params,
             stream_id=self.replay.stream_id,
             cursor=self.replay.last_cursor + 1,
         )
-        self.replay.append(notification)
-        return notification
+        message = outgoing.message
+        assert type(message) is Notification
+        self.replay.append(message)
+        return outgoing
 
     def decisions(self) -> Mapping[str, Any]:
         """Outcomes of server-initiated approvals by ``approval_id``: the

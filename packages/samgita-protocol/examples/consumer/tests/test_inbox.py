@@ -11,10 +11,9 @@ from samgita_protocol import (
     ErrorCode,
     ErrorReceived,
     Event,
-    Request,
+    Outgoing,
     ResponseReceived,
     Server,
-    encode,
 )
 
 from samgita_protocol_consumer_example import Inbox
@@ -41,10 +40,10 @@ class Connection:
         assert isinstance(effect, ResponseReceived)
         self.init_result = effect.result
 
-    def send(self, request: Request) -> list[Any]:
+    def send(self, request: Outgoing) -> list[Any]:
         effects: list[Any] = []
-        for reply in self.server.receive(encode(request)):
-            effects.extend(self.client.receive(encode(reply)))
+        for reply in self.server.receive(request.data):
+            effects.extend(self.client.receive(reply.data))
         return effects
 
     def call(self, method: str, params: Any, **options: Any) -> list[Any]:

@@ -10,10 +10,10 @@ from samgita_protocol import (
     ErrorCode,
     ErrorReceived,
     Event,
+    Outgoing,
     Request,
     ResponseReceived,
     Server,
-    encode,
 )
 
 from samgita_protocol_consumer_example import Inbox, Reconciler, Resolution, redelivery
@@ -33,16 +33,16 @@ def connect(client: Client, inbox: Inbox) -> Server:
     """A fresh Server for ``inbox`` and an initialized connection to it."""
     server = Server(inbox, capabilities=GROUPS, host_id="consumer-1")
     init = client.request("connection/initialize", {})
-    [response] = server.receive(encode(init))
-    [effect] = client.receive(encode(response))
+    [response] = server.receive(init.data)
+    [effect] = client.receive(response.data)
     assert isinstance(effect, ResponseReceived)
     return server
 
 
-def deliver(client: Client, server: Server, request: Request) -> list[Any]:
+def deliver(client: Client, server: Server, request: Outgoing) -> list[Any]:
     effects: list[Any] = []
-    for reply in server.receive(encode(request)):
-        effects.extend(client.receive(encode(reply)))
+    for reply in server.receive(request.data):
+        effects.extend(client.receive(reply.data))
     return effects
 
 
@@ -64,11 +64,12 @@ def test_an_uncertain_delivery_is_resolved_by_asking_the_host(
         "project/event.receive", {"event": EVENT}, command_id="cmd-1"
     )
     if reached_the_host:
-        server.receive(encode(request))  # applied, but the response is lost
+        server.receive(request.data)  # applied, but the response is lost
     [ended] = lose_the_connection(client, server)
     assert isinstance(ended, ErrorReceived)
     assert ended.error.code == ErrorCode.AMBIGUOUS_DISCONNECT
-    assert dict(client.uncertain) == {request.id: request}
+    command = request.message
+    assert dict(client.uncertain) == {command.id: command}
 
     server = connect(client, inbox)
     reconciler = Reconciler(client)
@@ -76,7 +77,7 @@ def test_an_uncertain_delivery_is_resolved_by_asking_the_host(
     assert reconciler.queries() == []  # already asking
     resolutions = [reconciler.settle(e) for e in deliver(client, server, query)]
     expected = "applied" if reached_the_host else "not_applied"
-    assert resolutions == [Resolution(request, expected)]
+    assert resolutions == [Resolution(command, expected)]
     assert dict(client.uncertain) == {}
     assert reconciler.asking == 0
 
@@ -104,13 +105,13 @@ def test_an_uncertain_report_is_applied_once_the_host_recorded_an_outcome() -> N
         {"event_id": "evt-1", "outcome": "completed", "summary": "done"},
         command_id="cmd-2",
     )
-    server.receive(encode(report))
+    server.receive(report.data)
     lose_the_connection(client, server)
     server = connect(client, inbox)
     reconciler = Reconciler(client)
     [query] = reconciler.queries()
     [resolution] = [reconciler.settle(e) for e in deliver(client, server, query)]
-    assert resolution == Resolution(report, "applied")
+    assert resolution == Resolution(report.message, "applied")
 
 
 @pytest.mark.parametrize("recorded", [None, "failed"])
@@ -145,7 +146,7 @@ def test_an_uncertain_report_is_not_applied_unless_its_own_outcome_is_recorded(
     reconciler = Reconciler(client)
     [query] = reconciler.queries()
     [resolution] = [reconciler.settle(e) for e in deliver(client, server, query)]
-    assert resolution == Resolution(report, "not_applied")
+    assert resolution == Resolution(report.message, "not_applied")
 
 
 def test_a_query_that_ends_without_an_answer_resolves_nothing() -> None:
@@ -161,7 +162,7 @@ def test_a_query_that_ends_without_an_answer_resolves_nothing() -> None:
     assert reconciler.settle(ended) is None
     assert len(client.uncertain) == 1
     [query] = reconciler.queries()  # ask again
-    assert query.method == "project/event.status"
+    assert query.message.method == "project/event.status"
 
 
 def test_redelivery_only_for_not_applied_deliveries() -> None:

@@ -7,8 +7,9 @@ library never re-sends it. `Reconciler` asks the host, sans-IO like the
 Client it drives:
 
 1. `Reconciler.queries` builds one ``project/event.status`` request per
-   uncertain ``project/event.receive`` / ``project/event.report`` (send them
-   on the new, initialized connection);
+   uncertain ``project/event.receive`` / ``project/event.report``, each an
+   ``Outgoing`` (send each one's ``data`` on the new, initialized
+   connection);
 2. `Reconciler.settle` takes each effect the Client returns; for the answer to
    a query it calls ``Client.resolve_uncertain`` and returns a `Resolution`:
    ``applied`` when the host knows the event (for a report: when the
@@ -18,7 +19,8 @@ Client it drives:
    of the query (a timeout, another disconnect) resolves nothing; ask again.
 3. For a ``not_applied`` delivery, `redelivery` builds the next delivery
    attempt of the same event (``Event.retry``: a fresh
-   ``delivery_attempt_id`` and ``command_id``, everything else unchanged).
+   ``delivery_attempt_id`` and ``command_id``, everything else unchanged),
+   an ``Outgoing`` to send like the queries.
 
 A real consumer journals each command durably before sending it and
 reconciles from that journal after a process restart; ``Client.uncertain``
@@ -35,6 +37,7 @@ from samgita_protocol import (
     Effect,
     ErrorCode,
     ErrorReceived,
+    Outgoing,
     Request,
     ResponseReceived,
 )
@@ -71,9 +74,10 @@ class Reconciler:
         """Queries sent and not yet settled."""
         return len(self._asking)
 
-    def queries(self, *, now: float | None = None) -> list[Request]:
+    def queries(self, *, now: float | None = None) -> list[Outgoing]:
         """One ``project/event.status`` request per uncertain project-event
-        command not already being asked about. Send each of them.
+        command not already being asked about, as ``Client.request`` returns
+        it: send each one's ``data``.
 
         Raises:
             ProtocolError: as ``Client.request`` (for example
@@ -81,14 +85,16 @@ class Reconciler:
                 ``limit_exceeded`` when too many requests are pending).
         """
         asked = {command.id for command in self._asking.values()}
-        out: list[Request] = []
+        out: list[Outgoing] = []
         for request_id, command in self._client.uncertain.items():
             if command.method not in _RECONCILABLE or request_id in asked:
                 continue
             query = self._client.request(
                 "project/event.status", {"event_id": _event_id(command)}, now=now
             )
-            self._asking[query.id] = command
+            sent = query.message
+            assert isinstance(sent, Request)  # what Client.request builds
+            self._asking[sent.id] = command
             out.append(query)
         return out
 
@@ -128,8 +134,9 @@ def redelivery(
     delivery_attempt_id: str,
     command_id: str,
     now: float | None = None,
-) -> Request:
-    """The next delivery attempt of a ``not_applied`` ``project/event.receive``.
+) -> Outgoing:
+    """The next delivery attempt of a ``not_applied`` ``project/event.receive``,
+    as ``Client.request`` returns it: send its ``data``.
 
     Raises:
         ValueError: ``resolution`` is not a ``not_applied`` delivery.

@@ -1,8 +1,7 @@
-"""What is left of ``_hotpath``: the Server's proof of its handler's
-result and ``encode_response`` against ``decode_result`` + ``encode``; the
-connections' ``encode`` (the send cache) against ``samgita_protocol.encode``;
-and a connection's answer to bytes against its answer to the decoded
-message."""
+"""``_replies``: the Server's proof of its handler's result and
+``encode_response`` against ``decode_result`` + ``encode``; what a Server
+sends (each `Outgoing`'s bytes) against ``samgita_protocol.encode``; and a
+connection's answer to bytes against its answer to the decoded message."""
 
 from __future__ import annotations
 
@@ -33,15 +32,8 @@ from samgita_protocol import (
     encode,
     encode_response,
 )
-from samgita_protocol._hotpath import (
-    RESULT_PLANS,
-    WIRE_CACHE_BYTES,
-    WIRE_CACHE_ENTRIES,
-    WIRE_CACHE_MAX_MESSAGE,
-    WireCache,
-    checked_response,
-    proven_result,
-)
+from samgita_protocol._plans import RESPONSE_PLANS
+from samgita_protocol._replies import checked_response, proven_result
 
 INPUT = [{"type": "text", "text": "hello world"}]
 
@@ -65,7 +57,7 @@ def _responses() -> list[tuple[str, bytes]]:
     ]
     for method, params, options in calls:
         request = pair.client.request(method, params, **options)
-        replies = pair.server.receive_bytes(pair.client.encode(request))
+        replies = [sent.data for sent in pair.server.receive(request.data)]
         out.append((method, replies[0]))
         for reply in replies:
             pair.client.receive(reply)
@@ -140,9 +132,9 @@ def _checked(method: str, value: Any) -> Any | None:
     """The result ``checked_response`` proves for ``value`` in a response
     envelope as the Server builds it (and the bytes must be ``encode``'s)."""
     response = Response(id="r1", correlation_id="r1", result=value)
-    checked = checked_response(RESULT_PLANS[method], response)
+    checked = checked_response(RESPONSE_PLANS[method], response)
     # the Server's mode (its envelope echoes a validated request) agrees
-    proven = proven_result(RESULT_PLANS[method], response, value)
+    proven = proven_result(RESPONSE_PLANS[method], response, value)
     assert (None if proven is None else (proven[0], proven[1].result)) == checked
     if checked is None:
         return None
@@ -217,125 +209,12 @@ def test_checked_response_refuses_a_deep_free_form_result() -> None:
     assert not _accepted(lambda: decode_result("approval/request", deep))
 
 
-def test_connection_encode_hands_out_the_validated_bytes_once() -> None:
+def test_a_server_sends_exactly_the_bytes_encode_gives_each_message() -> None:
     pair = ConnectionPair()
-    request = pair.client.request("request/cancel", {"request_id": "c1-1"})
-    first = pair.client.encode(request)
-    assert first == encode(request)
-    assert pair.client.encode(request) == first  # again: the general encode
-    replies = pair.server.receive(first)
-    assert [pair.server.encode(m) for m in replies] == [encode(m) for m in replies]
-    notification = pair.server.notify(
-        "item/delta",
-        {"thread_id": "t", "turn_id": "u", "item_id": "i", "delta": "d"},
-    )
-    assert pair.server.encode(notification) == encode(notification)
-
-
-def test_server_receive_bytes_is_receive_then_encode() -> None:
-    one, two = ConnectionPair(), ConnectionPair()
-    data = encode(one.client.request("thread/start", {}, command_id="k1"))
-    two.client.request("thread/start", {}, command_id="k1")
-    expected = [encode(m) for m in one.server.receive(data)]
-    assert len(expected) == 2  # the response and the thread/started it emitted
-    assert two.server.receive_bytes(data) == expected
-
-
-def test_connection_encode_validates_a_message_it_did_not_build() -> None:
-    pair = ConnectionPair()
-    bad = Response(
-        id="",
-        correlation_id="x",
-        result=CancelResult(request_id="r", cancel_status="requested"),
-    )
-    with pytest.raises(ProtocolError):
-        pair.client.encode(bad)
-    with pytest.raises(ProtocolError):
-        pair.server.encode(bad)
-
-
-def test_wire_cache_is_bounded_and_hands_out_by_identity() -> None:
-    cache = WireCache()
-    messages = [object() for _ in range(WIRE_CACHE_ENTRIES + 5)]
-    for i, message in enumerate(messages):
-        cache.keep(message, b"%d" % i)
-    assert cache.take(messages[0]) is None  # evicted
-    assert cache.take(messages[-1]) == b"%d" % (len(messages) - 1)
-    assert cache.take(messages[-1]) is None  # handed out once
-    assert cache.take(object()) is None
-    big = [object() for _ in range(6)]
-    for message in big:
-        cache.keep(message, b"x" * 60_000)
-    assert cache.take(big[0]) is None  # over the byte bound: evicted
-    assert cache.take(big[-1]) == b"x" * 60_000
-    huge = object()
-    cache.keep(huge, b"x" * 70_000)
-    assert cache.take(huge) is None  # never kept
-    again = object()
-    cache.keep(again, b"a")
-    cache.keep(again, b"bb")
-    assert cache.take(again) == b"bb"
-    assert cache._bytes == sum(len(w) for _, w in cache._kept.values())
-    # a message kept again after others replaces its older entry
-    first, second = object(), object()
-    cache.keep(first, b"1")
-    cache.keep(second, b"2")
-    cache.keep(first, b"11")
-    assert cache.take(first) == b"11"
-    assert cache.take(first) is None
-    assert cache.take(second) == b"2"
-    # never more than the entry and byte bounds, the last entry included
-    for i in range(3 * WIRE_CACHE_ENTRIES):
-        cache.keep(object(), b"x" * (i * 997 % 65_536))
-        held = [*cache._kept.values(), *([cache._last] if cache._last else [])]
-        assert len(held) <= WIRE_CACHE_ENTRIES
-        assert sum(len(w) for _, w in held) <= WIRE_CACHE_BYTES
-        assert cache._bytes == sum(len(w) for _, w in cache._kept.values())
-
-
-def _held(cache: WireCache) -> tuple[int, int]:
-    """(entries, bytes) a WireCache holds, its last entry included."""
-    entries = [*cache._kept.values(), *([cache._last] if cache._last else [])]
-    assert cache._bytes == sum(len(w) for _, w in cache._kept.values())
-    return len(entries), sum(len(w) for _, w in entries)
-
-
-def test_wire_cache_stays_within_its_byte_bound_on_every_keep() -> None:
-    """Found in review: with the last entry just taken, or kept again with
-    larger bytes, a new large entry must still evict the oldest."""
-    sizes = [65_536, 65_536, 65_536, 65_436, 100]
-    cache = WireCache()
-    messages = [object() for _ in range(6)]
-    for message, size in zip(messages, sizes, strict=False):
-        cache.keep(message, b"x" * size)
-    assert _held(cache) == (5, WIRE_CACHE_BYTES)
-    assert cache.take(messages[4]) == b"x" * 100
-    cache.keep(messages[5], b"y" * 65_536)
-    assert _held(cache)[1] <= WIRE_CACHE_BYTES
-    assert cache.take(messages[0]) is None  # the oldest went
-    assert cache.take(messages[5]) == b"y" * 65_536
-
-    cache = WireCache()
-    for message, size in zip(messages, sizes, strict=False):
-        cache.keep(message, b"x" * size)
-    cache.keep(messages[4], b"z" * 65_536)  # the last entry kept again, larger
-    assert _held(cache)[1] <= WIRE_CACHE_BYTES
-    assert cache.take(messages[4]) == b"z" * 65_536
-    assert cache.take(messages[4]) is None
-
-
-def test_wire_cache_leaves_no_stale_entry_of_a_message_too_large_to_keep() -> None:
-    cache = WireCache()
-    first, other = object(), object()
-    cache.keep(first, b"small")
-    cache.keep(first, b"x" * (WIRE_CACHE_MAX_MESSAGE + 1))
-    assert cache.take(first) is None
-    cache.keep(first, b"small")
-    cache.keep(other, b"other")  # first is now among the older entries
-    cache.keep(first, b"x" * (WIRE_CACHE_MAX_MESSAGE + 1))
-    assert cache.take(first) is None
-    assert cache.take(other) == b"other"
-    assert _held(cache) == (0, 0)
+    request = pair.client.request("thread/start", {}, command_id="k1")
+    sent = pair.server.receive(request.data)
+    assert len(sent) == 2  # the response and the thread/started it emitted
+    assert [out.data for out in sent] == [encode(out.message) for out in sent]
 
 
 def test_decoded_digest_is_the_canonical_digest() -> None:
@@ -411,26 +290,6 @@ def _spliced(wire: bytes, edits: Edits) -> bytes:
         at = min(at, len(wire))
         wire = wire[:at] + splice + wire[at + cut :]
     return wire
-
-
-def test_replay_encode_hands_out_the_appended_bytes() -> None:
-    from samgita_protocol import ItemDeltaParams, Notification, Replay
-
-    replay = Replay("s")
-    event = replay.append(
-        Notification(
-            method="item/delta",
-            params=ItemDeltaParams(thread_id="t", turn_id="u", item_id="i", delta="d"),
-        )
-    )
-    assert replay.encode(event) == encode(event)
-    assert replay.encode(event) == encode(event)  # again: the general encode
-    bad = Notification(
-        method="item/delta",
-        params=ItemDeltaParams(thread_id="", turn_id="u", item_id="i", delta="d"),
-    )
-    with pytest.raises(ProtocolError):
-        replay.encode(bad)
 
 
 # -- every built message against encode --------------------------------------------
@@ -623,7 +482,7 @@ def test_response_to_echoes_the_whole_identity_and_a_client_accepts_it() -> None
     from samgita_protocol import Client, ResponseReceived, response_to
 
     client = Client(capabilities=["cancellation.v1"])
-    init = client.request("connection/initialize", {})
+    init = client.request("connection/initialize", {}).message
     client.receive(
         encode(
             response_to(
@@ -635,7 +494,7 @@ def test_response_to_echoes_the_whole_identity_and_a_client_accepts_it() -> None
                         "connection_id": "conn-1",
                         "host_id": "host-1",
                     },
-                    type=RESULT_PLANS["connection/initialize"].result,
+                    type=RESPONSE_PLANS["connection/initialize"].payload_type,
                 ),
             )
         )
@@ -646,7 +505,7 @@ def test_response_to_echoes_the_whole_identity_and_a_client_accepts_it() -> None
         causation_id="why",
         project_ref="p",
         task_ref="t",
-    )
+    ).message
     answer = response_to(
         request, result=CancelResult(request_id="x", cancel_status="requested")
     )
@@ -680,8 +539,8 @@ NOTIFICATIONS = [encode(m) for m in BUILT if isinstance(m, Notification)]
 
 
 def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> None:
-    """Bytes (``receive_bytes``) and the decoded message (``receive``, then
-    ``encode``) give the same bytes, and the handler sees the same params and context."""
+    """Bytes and the decoded message given to ``receive`` give the same bytes
+    to send, and the handler sees the same params and context."""
     seen: list[tuple[Any, Any]] = []
     lane_pair, general_pair = ConnectionPair(), ConnectionPair()
     for pair in (lane_pair, general_pair):
@@ -701,13 +560,10 @@ def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> Non
         wires = []
         for pair in (lane_pair, general_pair):
             request = pair.client.request(method, params, **options)
-            wires.append(pair.client.encode(request))
+            wires.append(request.data)
         assert wires[0] == wires[1]
-        lane = lane_pair.server.receive_bytes(wires[0])
-        general = [
-            general_pair.server.encode(m)
-            for m in general_pair.server.receive(decode(wires[1]))
-        ]
+        lane = [out.data for out in lane_pair.server.receive(wires[0])]
+        general = [out.data for out in general_pair.server.receive(decode(wires[1]))]
         assert lane == general
         (p1, c1), (p2, c2) = seen[-2:]
         assert type(p1) is type(p2) and p1 == p2
