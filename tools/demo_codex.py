@@ -254,8 +254,9 @@ class Session:
         if self.on_processed is not None:
             self.on_processed(n)
 
-    async def send_native(self, message: core.Request | core.Response) -> None:
-        data = self.client.encode(message)
+    async def send_native(self, outgoing: core.Outgoing) -> None:
+        """Send what the client built (a request or a reply): its ``data``."""
+        data = outgoing.data
         self.native_out += 1
         self.t.say("->", f"native {_wire(data)}")
         decoded = core.decode(data)
@@ -269,8 +270,10 @@ class Session:
         self, method: str, params: Any, *, command_id: str | None = None
     ) -> Any:
         """Send a native request; the result Struct, or raise its ProtocolError."""
-        req = self.client.request(method, params, command_id=command_id)
-        await self.send_native(req)
+        out = self.client.request(method, params, command_id=command_id)
+        req = out.message
+        assert isinstance(req, core.Request)
+        await self.send_native(out)
         await self.until(lambda: req.id in self.answers)
         answer = self.answers.pop(req.id)
         if isinstance(answer, core.ErrorReceived):
