@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import samgita_protocol
-from samgita_protocol import _document, _schema
+from samgita_protocol import _document
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas" / "1.0"
 ARTIFACT = SCHEMAS / "protocol.schema.json"
@@ -68,7 +68,7 @@ def test_every_method_has_its_envelope_params_and_result(
     defs = document["$defs"]
     requests = {ref["$ref"] for ref in defs["request"]["oneOf"]}
     notifications = {ref["$ref"] for ref in defs["notification"]["oneOf"]}
-    for name, spec in _schema.METHODS.items():
+    for name, spec in samgita_protocol.METHODS.items():
         dotted = _dotted(name)
         assert f"{dotted}.params" in defs, name
         envelope_name = f"{dotted}.{spec.kind}"
@@ -84,14 +84,14 @@ def test_every_method_has_its_envelope_params_and_result(
             assert f"#/$defs/{envelope_name}" in notifications
             assert envelope["dependentRequired"]["stream_id"] == ["cursor"]
             assert envelope["dependentRequired"]["cursor"] == ["stream_id"]
-    assert len(requests) + len(notifications) == len(_schema.METHODS)
+    assert len(requests) + len(notifications) == len(samgita_protocol.METHODS)
 
 
 def test_command_id_is_required_on_mutations_and_absent_otherwise(
     document: dict[str, Any],
 ) -> None:
     defs = document["$defs"]
-    for name, spec in _schema.METHODS.items():
+    for name, spec in samgita_protocol.METHODS.items():
         if spec.kind != "request":
             continue
         envelope = defs[f"{_dotted(name)}.request"]

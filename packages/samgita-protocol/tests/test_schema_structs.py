@@ -9,13 +9,15 @@ import msgspec
 import pytest
 
 import samgita_protocol as sp
-from samgita_protocol import _schema
 
+# Every wire Struct: the envelopes and shared definitions, and each method's
+# params and result.
 STRUCTS = [
     obj
-    for name in _schema.__all__
-    if isinstance(obj := getattr(_schema, name), type)
+    for name in sp.__all__
+    if isinstance(obj := getattr(sp, name), type)
     and issubclass(obj, msgspec.Struct)
+    and obj.__module__ in ("samgita_protocol._schema", "samgita_protocol._params")
 ]
 
 

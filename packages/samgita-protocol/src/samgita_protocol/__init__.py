@@ -17,25 +17,19 @@ from ._effects import (
 from ._errors import ErrorCode, Origin, ProtocolError
 from ._handler import CallbackFailure, Handler, RequestContext
 from ._jsonscan import MAX_DEPTH
+from ._methods import (
+    CAPABILITY_GROUPS,
+    METHODS,
+    MethodSpec,
+    request_methods,
+)
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, MAX_ID_BYTES
 from ._outgoing import Outgoing
-from ._rawjson import load_json
-from ._replay import Replay
-from ._replies import encode_response
-from ._results import convert_params, decode_result
-from ._schema import (
-    CAPABILITY_GROUPS,
-    MAX_CURSOR,
-    METHODS,
-    SCHEMA_VERSION,
-    UNSET,
-    Action,
+from ._params import (
     ApprovalRequestParams,
     ApprovalRequestResult,
     CancelParams,
     CancelResult,
-    ErrorObject,
-    Event,
     EventReceiveParams,
     EventReceiveResult,
     EventReportParams,
@@ -44,20 +38,11 @@ from ._schema import (
     EventStatusResult,
     InitializeParams,
     InitializeResult,
-    InputItem,
-    Item,
     ItemCompletedParams,
     ItemDeltaParams,
     ItemStartedParams,
-    ManagementRequest,
-    Message,
-    MethodSpec,
-    Notification,
-    Request,
-    Response,
     StreamResumeParams,
     StreamResumeResult,
-    Thread,
     ThreadClosedParams,
     ThreadReadParams,
     ThreadReadResult,
@@ -66,7 +51,6 @@ from ._schema import (
     ThreadStartedParams,
     ThreadStartParams,
     ThreadStartResult,
-    Turn,
     TurnCompletedParams,
     TurnInterruptParams,
     TurnInterruptResult,
@@ -75,7 +59,27 @@ from ._schema import (
     TurnStartResult,
     TurnSteerParams,
     TurnSteerResult,
-    request_methods,
+)
+from ._rawjson import load_json
+from ._replay import Replay
+from ._replies import encode_response
+from ._results import convert_params, decode_result
+from ._schema import (
+    MAX_CURSOR,
+    SCHEMA_VERSION,
+    UNSET,
+    Action,
+    ErrorObject,
+    Event,
+    InputItem,
+    Item,
+    ManagementRequest,
+    Message,
+    Notification,
+    Request,
+    Response,
+    Thread,
+    Turn,
     response_to,
 )
 from ._server import Server

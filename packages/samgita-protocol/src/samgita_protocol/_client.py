@@ -50,21 +50,25 @@ from samgita_protocol._effects import (
 )
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._given import given_message
+from samgita_protocol._methods import (
+    CAPABILITY_GROUPS,
+    METHODS,
+    method_spec,
+)
 from samgita_protocol._outbox import DUPLICATE, Outbox, Pending, limit_error
+from samgita_protocol._params import (
+    InitializeParams,
+    InitializeResult,
+    StreamResumeResult,
+)
 from samgita_protocol._plans import PLANS, Plan
 from samgita_protocol._results import decode_result, params_of
 from samgita_protocol._schema import (
-    CAPABILITY_GROUPS,
-    METHODS,
     SCHEMA_VERSION,
-    InitializeParams,
-    InitializeResult,
     Message,
     Notification,
     Request,
     Response,
-    StreamResumeResult,
-    method_spec,
     response_to,
 )
 from samgita_protocol._streams import ClientStreams

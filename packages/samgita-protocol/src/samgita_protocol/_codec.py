@@ -70,6 +70,7 @@ from ._jsonscan import (
     error,
     find_duplicate_key,
 )
+from ._methods import METHODS
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, positive_int, wrong_type
 from ._plans import (
     BY_WIRE_NAME,
@@ -82,7 +83,12 @@ from ._plans import (
     rules_hold,
 )
 from ._results import as_json, json_problem
-from ._schema import METHODS, Message, Notification, Request, Response
+from ._schema import (
+    Message,
+    Notification,
+    Request,
+    Response,
+)
 from ._validate import (
     ANY_DECODER,
     ENCODER,

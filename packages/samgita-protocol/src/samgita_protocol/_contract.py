@@ -25,15 +25,17 @@ from typing import Any, Final
 import msgspec
 
 from samgita_protocol._errors import ErrorCode, Origin, ProtocolError
+from samgita_protocol._params import (
+    InitializeParams,
+    InitializeResult,
+    StreamResumeParams,
+    StreamResumeResult,
+)
 from samgita_protocol._results import result_of
 from samgita_protocol._schema import (
     SCHEMA_VERSION,
-    InitializeParams,
-    InitializeResult,
     Request,
     Response,
-    StreamResumeParams,
-    StreamResumeResult,
 )
 
 __all__ = [

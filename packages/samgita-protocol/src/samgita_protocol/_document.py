@@ -91,9 +91,9 @@ def build_document() -> dict[str, Any]:
 
     Raises ``TypeError`` if a Struct's type has no JSON Schema.
     """
-    from . import _schema
+    from . import _methods, _schema
 
-    methods: Mapping[str, Any] = _schema.METHODS
+    methods: Mapping[str, Any] = _methods.METHODS
     requests = [spec for spec in methods.values() if spec.kind == "request"]
     notifications = [spec for spec in methods.values() if spec.kind == "notification"]
 

@@ -17,7 +17,11 @@ from typing import Any, TypeAlias
 import msgspec
 
 from samgita_protocol._errors import ProtocolError
-from samgita_protocol._schema import Notification, Request, Response
+from samgita_protocol._schema import (
+    Notification,
+    Request,
+    Response,
+)
 
 __all__ = [
     "Effect",

@@ -44,12 +44,11 @@ from typing import Any, Final, Literal
 import msgspec
 
 from ._errors import ErrorCode, ProtocolError
-
-# Imported at run time, not under TYPE_CHECKING: msgspec resolves a Struct's
-# annotations for ``inspect.signature`` and ``help()`` (RequestContext's
-# ``_emit`` names Notification), and both must work on every public name.
-from ._schema import (
+from ._methods import (
     METHODS,
+    request_methods,
+)
+from ._params import (
     ApprovalRequestParams,
     ApprovalRequestResult,
     CancelParams,
@@ -60,8 +59,6 @@ from ._schema import (
     EventReportResult,
     EventStatusParams,
     EventStatusResult,
-    Notification,
-    Request,
     StreamResumeParams,
     StreamResumeResult,
     ThreadReadParams,
@@ -76,7 +73,14 @@ from ._schema import (
     TurnStartResult,
     TurnSteerParams,
     TurnSteerResult,
-    request_methods,
+)
+
+# Imported at run time, not under TYPE_CHECKING: msgspec resolves a Struct's
+# annotations for ``inspect.signature`` and ``help()`` (RequestContext's
+# ``_emit`` names Notification), and both must work on every public name.
+from ._schema import (
+    Notification,
+    Request,
 )
 
 __all__ = [

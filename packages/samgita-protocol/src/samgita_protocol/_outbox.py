@@ -24,7 +24,10 @@ import msgspec
 from samgita_protocol._contract import check_echo, check_result, validate_result
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._options import wrong_type
-from samgita_protocol._schema import Request, Response
+from samgita_protocol._schema import (
+    Request,
+    Response,
+)
 from samgita_protocol._windows import ContentKey, RecentIds, content_key, same_content
 
 __all__ = ["DUPLICATE", "Outbox", "Pending", "limit_error"]

@@ -20,9 +20,16 @@ from msgspec import UNSET
 
 from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
+from ._methods import (
+    METHODS,
+    method_spec,
+)
 from ._options import envelope_types
 from ._results import params_of
-from ._schema import METHODS, Message, Notification, method_spec
+from ._schema import (
+    Message,
+    Notification,
+)
 
 __all__ = ["Outgoing", "notification_to_send"]
 

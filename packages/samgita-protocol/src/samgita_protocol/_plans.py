@@ -20,14 +20,16 @@ from typing import Any, Final, NamedTuple
 import msgspec
 from msgspec import UNSET
 
-from ._schema import (
+from ._methods import (
     METHODS,
-    Message,
     MethodSpec,
+)
+from ._params import StreamResumeResult
+from ._schema import (
+    Message,
     Notification,
     Request,
     Response,
-    StreamResumeResult,
 )
 from ._validate import has_free_form, needs_walk
 

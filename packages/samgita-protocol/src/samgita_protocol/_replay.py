@@ -18,7 +18,8 @@ from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, check_id, positive_int, wrong_type
 from ._outgoing import Outgoing
-from ._schema import Notification, StreamResumeResult
+from ._params import StreamResumeResult
+from ._schema import Notification
 
 __all__ = ["PAGE_OVERHEAD", "PAGE_SIZE", "Replay"]
 

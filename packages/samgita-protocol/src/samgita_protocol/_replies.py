@@ -19,12 +19,12 @@ from msgspec import UNSET
 from ._codec import encode
 from ._errors import ProtocolError
 from ._jsonscan import MAX_DEPTH, depth_within
+from ._methods import method_spec
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, wrong_type
 from ._plans import RESPONSE_PLANS, Plan
 from ._results import decode_result
 from ._schema import (
     Response,
-    method_spec,
     response_to,
 )
 from ._validate import (

@@ -21,14 +21,14 @@ from ._jsonscan import (
     pointer_segment,
     short_path,
 )
-from ._options import known_name, wrong_type
-from ._schema import (
+from ._methods import (
     METHODS,
     MethodSpec,
-    Notification,
-    StreamResumeResult,
     method_spec,
 )
+from ._options import known_name, wrong_type
+from ._params import StreamResumeResult
+from ._schema import Notification
 from ._validate import (
     ENCODER,
     PARAMS_DECODERS,

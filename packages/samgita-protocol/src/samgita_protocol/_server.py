@@ -41,6 +41,12 @@ from ._handler import (
     implements_notifications,
     implements_responses,
 )
+from ._methods import (
+    CAPABILITY_GROUPS,
+    METHODS,
+    MethodSpec,
+    method_spec,
+)
 from ._options import (
     DEFAULT_MAX_STREAMS,
     check_id,
@@ -53,20 +59,16 @@ from ._options import (
 )
 from ._outbox import DUPLICATE, Outbox
 from ._outgoing import Outgoing, notification_to_send
+from ._params import InitializeResult
 from ._plans import RESPONSE_PLANS, Plan
 from ._replies import proven_result
 from ._results import decode_result, params_of
 from ._schema import (
-    CAPABILITY_GROUPS,
-    METHODS,
     UNSET,
-    InitializeResult,
     Message,
-    MethodSpec,
     Notification,
     Request,
     Response,
-    method_spec,
     response_to,
 )
 from ._state import (

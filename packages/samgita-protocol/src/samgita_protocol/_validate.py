@@ -35,13 +35,15 @@ from ._jsonscan import (
     is_short,
     pointer_segment,
 )
+from ._methods import (
+    METHODS,
+    MethodSpec,
+)
 from ._options import MAX_ID_BYTES
 from ._schema import (
-    METHODS,
     SCHEMA_VERSION,
     ErrorObject,
     Message,
-    MethodSpec,
     Notification,
     Request,
     Response,

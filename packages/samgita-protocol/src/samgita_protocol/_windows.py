@@ -28,7 +28,10 @@ from typing import Final, Generic, TypeVar
 
 import msgspec
 
-from samgita_protocol._schema import Notification, Request
+from samgita_protocol._schema import (
+    Notification,
+    Request,
+)
 
 __all__ = [
     "INLINE_BYTES",

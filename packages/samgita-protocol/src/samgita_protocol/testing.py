@@ -49,36 +49,28 @@ import msgspec
 
 from ._errors import ErrorCode, ProtocolError
 from ._handler import Handler, NotificationContext, RequestContext
+from ._methods import (
+    CAPABILITY_GROUPS,
+    request_methods,
+)
 from ._options import DEFAULT_MAX_MESSAGE_BYTES
 from ._outgoing import Outgoing
-from ._replay import (
-    DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_EVENTS,
-    Replay,
-)
-from ._schema import (
-    CAPABILITY_GROUPS,
-    UNSET,
+from ._params import (
     ApprovalRequestParams,
     ApprovalRequestResult,
     CancelParams,
     CancelResult,
-    Event,
     EventReceiveParams,
     EventReceiveResult,
     EventReportParams,
     EventReportResult,
     EventStatusParams,
     EventStatusResult,
-    Item,
     ItemCompletedParams,
     ItemDeltaParams,
     ItemStartedParams,
-    Notification,
-    Request,
     StreamResumeParams,
     StreamResumeResult,
-    Thread,
     ThreadReadParams,
     ThreadReadResult,
     ThreadResumeParams,
@@ -86,7 +78,6 @@ from ._schema import (
     ThreadStartedParams,
     ThreadStartParams,
     ThreadStartResult,
-    Turn,
     TurnCompletedParams,
     TurnInterruptParams,
     TurnInterruptResult,
@@ -95,7 +86,20 @@ from ._schema import (
     TurnStartResult,
     TurnSteerParams,
     TurnSteerResult,
-    request_methods,
+)
+from ._replay import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_EVENTS,
+    Replay,
+)
+from ._schema import (
+    UNSET,
+    Event,
+    Item,
+    Notification,
+    Request,
+    Thread,
+    Turn,
 )
 
 if TYPE_CHECKING:
