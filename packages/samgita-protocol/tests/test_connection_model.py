@@ -160,7 +160,7 @@ def snapshot(client: Client) -> tuple[Any, ...]:
         dict(client._outbox.uncertain_reasons),
         list(client._resumes),  # correlated stream/resume results, in order
         client.host_id,
-        client._offer,
+        client._handshake.offer,
         client.version,
     )
 

@@ -544,7 +544,7 @@ def test_a_server_answers_a_typed_request_as_it_answers_the_decoded_one() -> Non
     seen: list[tuple[Any, Any]] = []
     lane_pair, general_pair = ConnectionPair(), ConnectionPair()
     for pair in (lane_pair, general_pair):
-        handler = pair.server._handler
+        handler = pair.server.handler
         original = handler.handle_request
 
         def spy(method: str, params: Any, context: Any, _o: Any = original) -> Any:

@@ -128,7 +128,7 @@ def snapshot(server: Server) -> Any:
         server.capabilities,
         server.positions(),
         dict(server.outstanding),
-        copy.deepcopy(server._outbox.terminal_ids()),
+        copy.deepcopy(server._requests.outbox.terminal_ids()),
         list(server._seen.keys()),
     )
 

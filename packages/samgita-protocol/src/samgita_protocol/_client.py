@@ -19,10 +19,12 @@ aware :class:`datetime.datetime` (``now=`` of :meth:`Client.receive` and
 an approval is checked). The two are different types on purpose, so one
 cannot be passed for the other.
 
-The module is long because it is the whole client API with its documented
-errors; the state it delegates lives in ``_outbox`` (pending, terminal and
-uncertain ids), ``_streams`` (stream buffer and checkpoints), ``_windows``
-and ``_contract`` (result rules).
+The client API with its documented errors lives here; the state it
+delegates lives in ``_handshake`` (the offer and what the host's result
+negotiated), ``_outbox`` (its requests: pending, terminal and uncertain
+ids), ``_inbox`` (the host's requests waiting for a reply), ``_streams``
+(stream buffer and checkpoints) and ``_resumes`` (``stream/resume``
+results waiting for :meth:`Client.receive_replay`).
 """
 
 from __future__ import annotations
@@ -34,99 +36,33 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from samgita_protocol._codec import decode, decode_checked, encode
-from samgita_protocol._contract import (
-    check_initialize,
-    validate_result,
-    wall_clock,
-)
-from samgita_protocol._effects import (
-    Effect,
-    ErrorReceived,
-    NotificationReceived,
-    RequestReceived,
-    ResponseReceived,
-    SendMessage,
-)
-from samgita_protocol._errors import ErrorCode, ProtocolError
-from samgita_protocol._given import given_message
-from samgita_protocol._methods import (
-    CAPABILITY_GROUPS,
-    METHODS,
-    method_spec,
-)
-from samgita_protocol._outbox import DUPLICATE, Outbox, Pending, limit_error
-from samgita_protocol._params import (
-    InitializeParams,
-    InitializeResult,
-    StreamResumeResult,
-)
-from samgita_protocol._plans import PLANS, Plan
-from samgita_protocol._results import decode_result, params_of
-from samgita_protocol._schema import (
-    SCHEMA_VERSION,
-    Message,
-    Notification,
-    Request,
-    Response,
-    response_to,
-)
-from samgita_protocol._streams import ClientStreams
-from samgita_protocol._windows import (
-    ContentKey,
-    FifoWindow,
-    content_digest,
-)
-
-from ._options import (
-    Limits,
-    check_id,
-    check_limits,
-    envelope_types,
-    known_names,
-    monotonic,
-    wrong_type,
-)
-from ._outgoing import Outgoing, notification_to_send
-from ._state import (
-    Activity,
-    ConnectionState,
-    Event,
-    Role,
-    Stateful,
-    refusal,
-)
+from ._codec import decode, decode_checked
+from ._contract import wall_clock
+from ._effects import Effect, ErrorReceived, NotificationReceived, ResponseReceived
+from ._errors import ErrorCode, ProtocolError
+from ._given import given_message
+from ._handshake import INITIALIZE, Handshake, check_offer, restored
+from ._inbox import Inbox
+from ._incoming import wire_of
+from ._options import Limits, check_id, check_limits, monotonic, wrong_type
+from ._outbox import DUPLICATE, Outbox, Pending
+from ._outgoing import Outgoing, notification_to_send, request_to_send
+from ._params import StreamResumeResult
+from ._results import params_of
+from ._resumes import Resumes, correlated_page, resume_digest
+from ._schema import SCHEMA_VERSION, Message, Notification, Request, Response
+from ._state import Activity, ConnectionState, Event, Role, Stateful
+from ._streams import ClientStreams
+from ._windows import ContentKey
 
 __all__ = ["Client"]
 
 _UNSET: Final = msgspec.UNSET
-_INITIALIZE: Final = "connection/initialize"
 
-
-_CLIENT: Final = Role.CLIENT
-_DISCONNECTED: Final = ConnectionState.DISCONNECTED
 _EXCHANGE: Final = Activity.EXCHANGE
 _TRAFFIC: Final = Activity.TRAFFIC
-_INITIALIZE_ACTIVITY: Final = Activity.INITIALIZE
-
-#: Request methods a client accepts from its peer: those whose direction is
-#: server-to-client or either (``approval/request``, ``request/cancel``).
-_INCOMING: Final = frozenset(
-    name
-    for name, spec in METHODS.items()
-    if spec.kind == "request" and spec.direction in ("server", "either")
-)
-
-_GROUPS: Final = frozenset(CAPABILITY_GROUPS)
 
 Outcome = Literal["applied", "not_applied"]
-
-
-def _groups(name: str, value: object) -> tuple[str, ...]:
-    groups = known_names(name, value, _GROUPS, "capability group")
-    if len(set(groups)) != len(groups):
-        raise ValueError(f"expected {name} without repeated groups, got: {groups!r}")
-    return groups
 
 
 class Client(Stateful):
@@ -162,25 +98,15 @@ class Client(Stateful):
     """
 
     __slots__ = (
-        "_capabilities",
-        "_connection_id",
-        "_configured_host",
-        "_host_id",
-        "_incoming",
-        "_lanes",
+        "_handshake",
+        "_inbox",
         "_limits",
         "_max_bytes",
-        "_negotiated",
-        "_notifications",
-        "_offer",
         "_outbox",
-        "_required",
-        "_resumes",
         "_results",
+        "_resumes",
         "_scratch",
         "_streams",
-        "_version",
-        "_versions",
     )
 
     def __init__(
@@ -203,22 +129,8 @@ class Client(Stateful):
         request_timeout: float | None = None,
         request_timeout_ms: int | None = None,
     ) -> None:
-        super().__init__(_CLIENT)
-        offered = _groups("capabilities", capabilities)
-        required = _groups("required_capabilities", required_capabilities)
-        if not set(required) <= set(offered):
-            raise ValueError(
-                "expected required_capabilities to be a subset of capabilities, "
-                f"got: {list(required)!r}"
-            )
-        version_list = known_names(
-            "versions", versions, (SCHEMA_VERSION,), "schema version"
-        )
-        if not version_list:
-            raise ValueError(
-                f"expected versions to list supported schema versions ([{SCHEMA_VERSION!r}]), "
-                f"got: {list(version_list)!r}"
-            )
+        super().__init__(Role.CLIENT)
+        offer = check_offer(capabilities, required_capabilities, versions)
         if id_generator is not None and not callable(id_generator):
             raise TypeError(
                 f"expected id_generator to be callable, got: {id_generator!r}"
@@ -238,24 +150,15 @@ class Client(Stateful):
                 "request_timeout_ms": request_timeout_ms,
             }
         )
-        restored = self._restore(checkpoints, checked_host)
         self._streams = ClientStreams(
             max_buffered_notifications=limits.max_buffered_notifications,
             max_streams=limits.max_streams,
             max_stream_hashes=limits.max_stream_hashes,
-            checkpoints=restored,
+            checkpoints=restored(checkpoints, checked_host),
         )
-        self._capabilities = offered
-        self._required = required
-        self._versions = version_list
-        self._host_id = checked_host
-        self._configured_host = checked_host
+        self._handshake = Handshake(offer, checked_host)
         self._limits = limits
         self._max_bytes = limits.max_message_bytes
-        # The codec's re-encoding buffer and result types (see decode_checked),
-        # bound once.
-        self._scratch = bytearray()
-        self._results = self._pending_method
         self._outbox = Outbox(
             prefix="c",
             max_outstanding_requests=limits.max_outstanding_requests,
@@ -264,39 +167,18 @@ class Client(Stateful):
             request_timeout=limits.request_timeout,
             id_generator=id_generator,
         )
-        self._negotiated: frozenset[str] = frozenset()
-        # The request methods sendable while ready (of the negotiated groups,
-        # not server-only), with their send plans: set when initialization
-        # succeeds and emptied on disconnect, so filled only while ready.
-        self._lanes: dict[str, Plan] = {}
-        # Notification methods of the negotiated groups (empty unless ready).
-        self._notifications: frozenset[str] = frozenset()
-        self._version: str | None = None
-        self._connection_id: str | None = None
-        self._offer: InitializeParams | None = None
-        self._incoming: dict[str, Request] = {}
-        # Correlated stream/resume results waiting for receive_replay, by
-        # content digest; the oldest is forgotten first.
-        self._resumes: FifoWindow[bytes, bool] = FifoWindow(limits.max_completed)
-
-    @staticmethod
-    def _restore(checkpoints: object, host_id: str | None) -> Mapping[str, int] | None:
-        if checkpoints is None:
-            return None
-        if not isinstance(checkpoints, Mapping):
-            raise TypeError(
-                "expected checkpoints to be the dict[str, int] of "
-                f"Client.checkpoints(), got: {checkpoints!r}"
-            )
-        if host_id is None:
-            raise ValueError("expected host_id to be given with checkpoints, got: None")
-        return checkpoints
+        # The codec's re-encoding buffer and result types (see decode_checked),
+        # bound once.
+        self._scratch = bytearray()
+        self._results = self._outbox.pending_method
+        self._inbox = Inbox(limits.max_incoming_requests, limits.max_message_bytes)
+        self._resumes = Resumes(limits.max_completed)
 
     def __repr__(self) -> str:
         return (
             f"Client(state={self._state.value!r}, generation={self._outbox.generation}, "
             f"pending={len(self._outbox.pending)}, uncertain={len(self._outbox.uncertain)}, "
-            f"incoming={len(self._incoming)}, buffered={self._streams.buffered})"
+            f"incoming={len(self._inbox.requests)}, buffered={self._streams.buffered})"
         )
 
     # -- read-only state -----------------------------------------------------------
@@ -304,29 +186,29 @@ class Client(Stateful):
     @property
     def capabilities(self) -> frozenset[str]:
         """The negotiated capability groups (empty before initialization)."""
-        return self._negotiated
+        return self._handshake.negotiated
 
     @property
     def offered_capabilities(self) -> tuple[str, ...]:
         """The groups this client offers."""
-        return self._capabilities
+        return self._handshake.offered.capabilities
 
     @property
     def version(self) -> str | None:
         """The selected schema version, or ``None`` before initialization."""
-        return self._version
+        return self._handshake.version
 
     @property
     def connection_id(self) -> str | None:
         """The ``connection_id`` the host assigned, or ``None``."""
-        return self._connection_id
+        return self._handshake.connection_id
 
     @property
     def host_id(self) -> str | None:
         """The configured or (after initialization) the host's ``host_id``:
         persist it beside :meth:`checkpoints` and pass both back as
         ``Client(host_id=..., checkpoints=...)``."""
-        return self._host_id
+        return self._handshake.host_id
 
     @property
     def generation(self) -> int:
@@ -346,7 +228,7 @@ class Client(Stateful):
     @property
     def incoming(self) -> Mapping[str, Request]:
         """Incoming requests waiting for :meth:`reply`, by id (read-only view)."""
-        return MappingProxyType(self._incoming)
+        return MappingProxyType(self._inbox.requests)
 
     @property
     def uncertain(self) -> Mapping[str, Request]:
@@ -363,74 +245,14 @@ class Client(Stateful):
         Raises:
             TypeError: ``request_id`` is not a string.
         """
-        if not isinstance(request_id, str):
-            raise wrong_type("request_id", request_id, "a string")
-        return self._outbox.uncertain_reasons.get(request_id)
+        return self._outbox.uncertain_reason(request_id)
 
     @property
     def buffered(self) -> int:
         """Number of buffered, undelivered stream notifications."""
         return self._streams.buffered
 
-    # -- state machine ---------------------------------------------------------------
-
     # -- requests --------------------------------------------------------------------
-
-    def _sendable(self, method: str) -> Any:
-        spec = METHODS.get(method) if isinstance(method, str) else None
-        activity = _INITIALIZE_ACTIVITY if method == _INITIALIZE else _EXCHANGE
-        if self._state is _DISCONNECTED:
-            self._check(activity, method)  # disconnected before unknown_method
-        if spec is None or spec.kind != "request":
-            spec = method_spec("method", method, "request")
-        self._check(activity, method)
-        if activity is _INITIALIZE_ACTIVITY:
-            return spec
-        if spec.group not in self._negotiated:
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED,
-                "the method's capability group was not negotiated",
-                data={"method": method, "group": spec.group},
-            )
-        if spec.direction == "server":
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED,
-                "the method is sent by the server only",
-                data={"method": method},
-            )
-        return spec
-
-    def _initialize_params(self, params: object) -> InitializeParams:
-        if isinstance(params, Mapping):
-            filled = dict(params)
-            filled.setdefault("versions", list(self._versions))
-            filled.setdefault("capabilities", list(self._capabilities))
-            if self._required:
-                filled.setdefault("required_capabilities", list(self._required))
-            converted = params_of(_INITIALIZE, filled, "params")
-        else:
-            converted = params_of(_INITIALIZE, params, "params")
-        assert isinstance(converted, InitializeParams)
-        offer = converted
-        caps = list(offer.capabilities)
-        if any(c not in _GROUPS for c in caps):
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED,
-                "only defined capability groups may be advertised",
-                data={"capabilities": caps},
-            )
-        required = (
-            []
-            if offer.required_capabilities is _UNSET
-            else list(offer.required_capabilities)
-        )
-        if any(r not in caps for r in required):
-            raise ProtocolError(
-                ErrorCode.INVALID_PARAMS,
-                "required_capabilities must be among the offered capabilities",
-                data={"required_capabilities": required},
-            )
-        return offer
 
     def request(
         self,
@@ -477,63 +299,44 @@ class Client(Stateful):
         """
         # A finite float (now - now is nan for inf and nan) needs no checks.
         moment = now if type(now) is float and now - now == 0.0 else monotonic(now)
-        # The methods sendable now (only while ready), each with its
-        # plan (see _lanes); anything else is refused or handled
-        # by _sendable.
+        # The lanes: the methods sendable while ready, with their send plans.
+        handshake = self._handshake
         try:
-            plan = self._lanes.get(method)
-        except TypeError:  # unhashable: refused by _sendable
+            plan = handshake.lanes.get(method)
+        except TypeError:  # unhashable: refused below
             plan = None
-        if plan is not None:
+        converted: Any = params
+        if plan is None:  # connection/initialize, or refused
+            converted = handshake.initialize_params(method, params, self._state)
+            mutation = False
+        else:
             mutation = plan.mutation
             # A params Struct is validated with the envelope by encode
-            # below (converting it first would validate it twice).
-            converted: Any = (
-                params
-                if type(params) is plan.payload_type
-                else params_of(method, params, "params")
-            )
-        else:
-            spec = self._sendable(method)
-            mutation = spec.mutation
-            if method == _INITIALIZE:
-                converted = self._initialize_params(params)
-            elif type(params) is spec.params:
-                converted = params
-            else:
+            # (converting it first would validate it twice).
+            if type(params) is not plan.payload_type:
                 converted = params_of(method, params, "params")
         outbox = self._outbox
         request_id, counter = outbox.next_id(id, mutation)
-        request = Request(
-            id=request_id,
-            correlation_id=request_id if correlation_id is None else correlation_id,
-            method=method,
-            params=converted,
-            command_id=_UNSET if command_id is None else command_id,
-            causation_id=_UNSET if causation_id is None else causation_id,
-            project_ref=_UNSET if project_ref is None else project_ref,
-            task_ref=_UNSET if task_ref is None else task_ref,
+        # Proves the envelope (command_id presence, refs, id lengths) and the
+        # size: a request that cannot be sent must never become pending.
+        sent = request_to_send(
+            request_id,
+            method,
+            converted,
+            self._max_bytes,
+            correlation_id=correlation_id,
+            causation_id=causation_id,
+            command_id=command_id,
+            project_ref=project_ref,
+            task_ref=task_ref,
         )
-        # Validates the envelope (command_id presence, refs, id lengths) and
-        # the size: a request that cannot be sent must never become pending.
-        max_bytes = self._max_bytes
-        try:
-            wire = encode(request, max_message_bytes=max_bytes)
-        except ProtocolError:
-            envelope_types(
-                correlation_id=correlation_id,
-                causation_id=causation_id,
-                command_id=command_id,
-                project_ref=project_ref,
-                task_ref=task_ref,
-            )
-            raise
         # -- no failure below this line --
+        request: Any = sent.message  # the Request request_to_send built
         outbox.put(request, mutation, moment, counter, id is not None)
-        if plan is None and method == _INITIALIZE:
-            self._offer = converted
+        if plan is None:  # connection/initialize
+            handshake.offer = converted
             self._move(Event.SEND_INITIALIZE)
-        return Outgoing(request, wire)
+        return sent
 
     def notify(
         self,
@@ -565,8 +368,8 @@ class Client(Stateful):
         return notification_to_send(
             method,
             params,
-            self._negotiated,
-            self._limits.max_message_bytes,
+            self._handshake.negotiated,
+            self._max_bytes,
             only_from=None,
             stream_id=stream_id,
             cursor=cursor,
@@ -610,191 +413,74 @@ class Client(Stateful):
         """
         clock = None if now is None else wall_clock(now)
         self._check(_TRAFFIC, "receive()")
-        wire: bytes | str | None
         max_bytes = self._max_bytes
-        if type(data) is not bytes and type(data) is str and len(data) <= max_bytes:
-            # A text frame: its UTF-8 bytes take the bytes path (sizes count
-            # UTF-8 bytes either way); a lone surrogate stays text, for
-            # decode to name it. Text over the bound by code points goes to
-            # decode as it is, which refuses it without encoding it.
-            try:
-                data = data.encode("utf-8")
-            except UnicodeEncodeError:
-                pass
-        if type(data) is bytes and len(data) <= max_bytes:
-            # The codec's fast path for bytes within the bound (what decode
-            # does after its argument checks); every failure is the peer's.
-            wire = data
-            message = decode_checked(data, scratch=self._scratch, results=self._results)
-        elif isinstance(data, (bytes, bytearray, memoryview, str)):
-            source: bytes | bytearray | memoryview | str = data
-            if (
-                isinstance(data, (bytearray, memoryview))
-                and (data.nbytes if isinstance(data, memoryview) else len(data))
-                <= max_bytes
-            ):
-                source = bytes(data)  # an oversize buffer is refused uncopied
-            try:
-                message = decode(source, max_message_bytes=max_bytes)
-            except ProtocolError as exc:
-                raise exc if exc.origin == "peer" else exc.with_origin("peer") from None
-            wire = source  # type: ignore[assignment]  # bytes or str once decoded
-        elif isinstance(data, (Request, Response, Notification)):
-            # Validated as if it had arrived as its JSON and decoded from it
-            # (params the method's Struct); values no JSON decoder produces
-            # are the caller's own bug (local), the rest the peer's.
-            wire = None
-            message = given_message(data, max_bytes)
+        # As a Server reads it (_incoming.wire_of): bytes within the bound
+        # take the codec's fast path (what decode does after its argument
+        # checks), with the result types of the pending requests; a
+        # decoded Message is validated as if it had arrived as its JSON.
+        wire = data if type(data) is bytes else wire_of(data, max_bytes)
+        if wire is None:  # data is a Message
+            message = given_message(data, max_bytes)  # type: ignore[arg-type]
+        elif type(wire) is bytes and len(wire) <= max_bytes:
+            message = decode_checked(wire, scratch=self._scratch, results=self._results)
         else:
-            raise wrong_type(
-                "data", data, "bytes, bytearray, memoryview, str or a Message"
-            )
+            try:
+                message = decode(wire, max_message_bytes=max_bytes)
+            except ProtocolError as exc:
+                # Every failure is the peer's.
+                raise exc if exc.origin == "peer" else exc.with_origin("peer") from None
         if type(message) is Notification:
-            # The common case inline: an ephemeral notification of a
-            # negotiated group.
-            if message.stream_id is _UNSET and message.method in self._notifications:
+            if message.method not in self._handshake.notifications:
+                self._check(_EXCHANGE, message.method, "peer")
+                raise ProtocolError(
+                    ErrorCode.UNSUPPORTED,
+                    "the notification's capability group was not negotiated",
+                    data={"method": message.method},
+                    origin="peer",
+                )
+            if message.stream_id is _UNSET:
                 return [NotificationReceived(message)]
-            return self._receive_notification(message, wire)
-        if type(message) is Response:
-            return self._receive_response(message, wire, clock)
-        assert type(message) is Request
-        return self._receive_request(message)
-
-    def _pending_method(self, request_id: str) -> str | None:
-        # The codec's ``results``: the method a result is decoded by.
-        entry = self._outbox.pending.get(request_id)
-        return None if entry is None else entry.request.method
-
-    def _receive_response(
-        self, response: Response, wire: bytes | str | None, now: datetime | None
-    ) -> list[Effect]:
-        matched = self._outbox.match(response, wire, now)
-        if matched is DUPLICATE:
+            self._streams.ingest(message, wire if isinstance(wire, bytes) else None)
             return []
-        assert isinstance(matched, tuple)
-        return self._matched(*matched)
+        if type(message) is Response:
+            matched = self._outbox.match(message, wire, clock)
+            if matched is DUPLICATE:
+                return []
+            assert isinstance(matched, tuple)
+            return self._matched(*matched)
+        assert type(message) is Request
+        return self._inbox.receive(message, self._state, self._handshake.negotiated)
 
     def _matched(self, entry: Pending, outcome: Any, key: ContentKey) -> list[Effect]:
         """Ends a matched request with its outcome (cannot fail)."""
-        outbox = self._outbox
         request = entry.request
         method = request.method
-        if method == _INITIALIZE:
+        if method == INITIALIZE:
             return self._initialized(entry, outcome, key)
         if method == "stream/resume" and not isinstance(outcome, ProtocolError):
-            digest = content_digest(msgspec.json.encode(outcome))
-            outbox.settle(entry, outcome, key)
+            digest = resume_digest(outcome)
+            self._outbox.settle(entry, outcome, key)
             self._resumes.put(digest, True)
             return [ResponseReceived(request, outcome)]
-        outbox.settle(entry, outcome, key)
+        self._outbox.settle(entry, outcome, key)
         if isinstance(outcome, ProtocolError):
             return [ErrorReceived(request, outcome)]
         return [ResponseReceived(request, outcome)]
 
-    def _initialized(self, entry: Pending, outcome: Any, key: Any) -> list[Effect]:
-        request = entry.request
-        if not isinstance(outcome, ProtocolError):
-            offer = self._offer
-            assert offer is not None
-            try:
-                check_initialize(offer, outcome, host_id=self._expected_host())
-            except ProtocolError as exc:
-                outcome = exc
+    def _initialized(
+        self, entry: Pending, outcome: Any, key: ContentKey
+    ) -> list[Effect]:
+        outcome = self._handshake.checked(outcome, self._streams)
         # -- no failure below this line --
         self._outbox.settle(entry, outcome, key)
-        if isinstance(outcome, ProtocolError):
-            self._move(Event.INITIALIZE_FAILED)
-            self._offer = None
-            return [ErrorReceived(request, outcome)]
-        result: InitializeResult = outcome
-        self._move(Event.INITIALIZED)
-        self._negotiated = frozenset(result.capabilities)
-        self._lanes = {
-            name: PLANS[name]
-            for name, spec in METHODS.items()
-            if spec.kind == "request"
-            and spec.group in self._negotiated
-            and spec.direction != "server"
-        }
-        self._notifications = frozenset(
-            name
-            for group in self._negotiated
-            for name in CAPABILITY_GROUPS[group]
-            if METHODS[name].kind == "notification"
-        )
-        self._version = result.version
-        self._connection_id = result.connection_id
-        self._host_id = result.host_id
-        return [ResponseReceived(request, result)]
-
-    def _expected_host(self) -> str | None:
-        # The host_id an initialize result must carry: the configured one,
-        # else the learned one while positions or buffered events from that
-        # host are held; otherwise any host is accepted.
-        if self._configured_host is not None:
-            return self._configured_host
-        if self._streams.buffered or self._streams.checkpoints():
-            return self._host_id
-        return None
-
-    def _refusal(self, request: Request) -> ProtocolError | None:
-        method = request.method
-        if _EXCHANGE not in self._accepts:
-            return refusal(_CLIENT, self._state, _EXCHANGE, method)
-        spec = METHODS[method]
-        if method not in _INCOMING or spec.group not in self._negotiated:
-            return ProtocolError(
-                ErrorCode.UNSUPPORTED,
-                "the client does not accept this method on this connection",
-                data={"method": method},
-            )
-        if request.id in self._incoming:
-            return ProtocolError(
-                ErrorCode.CONFLICT,
-                "a request with this id is already pending",
-                data={"id": request.id},
-            )
-        if len(self._incoming) >= self._limits.max_incoming_requests:
-            return limit_error(
-                "max_incoming_requests", self._limits.max_incoming_requests
-            )
-        return None
-
-    def _receive_request(self, request: Request) -> list[Effect]:
-        refusal = self._refusal(request)
-        if refusal is not None:
-            response = response_to(request, error=refusal.to_wire())
-            return [SendMessage(response, self._encoded(response))]
-        self._incoming[request.id] = request
-        return [RequestReceived(request)]
-
-    def _receive_notification(
-        self, notification: Notification, wire: bytes | str | None
-    ) -> list[Effect]:
-        if notification.method not in self._notifications:
-            self._check(_EXCHANGE, notification.method, "peer")
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED,
-                "the notification's capability group was not negotiated",
-                data={"method": notification.method},
-                origin="peer",
-            )
-        if notification.stream_id is _UNSET:
-            return [NotificationReceived(notification)]
-        self._streams.ingest(notification, wire if isinstance(wire, bytes) else None)
-        return []
+        failed = isinstance(outcome, ProtocolError)
+        self._move(Event.INITIALIZE_FAILED if failed else Event.INITIALIZED)
+        self._handshake.settle(outcome)
+        if failed:
+            return [ErrorReceived(entry.request, outcome)]
+        return [ResponseReceived(entry.request, outcome)]
 
     # -- answering incoming requests -----------------------------------------------------
-
-    def _pending_incoming(self, request: object) -> Request:
-        self._check(_TRAFFIC, "a reply")
-        if not isinstance(request, Request):
-            raise wrong_type("request", request, "a Request")
-        if self._incoming.get(request.id) != request:
-            raise ProtocolError(
-                ErrorCode.UNKNOWN_REQUEST, "not a pending incoming request"
-            )
-        return request
 
     def reply(
         self, request: Request, result: Any, *, now: datetime | None = None
@@ -818,12 +504,8 @@ class Client(Stateful):
             TypeError, ValueError: ``now`` is not an aware datetime.
         """
         clock = wall_clock(now)
-        pending = self._pending_incoming(request)
-        checked = validate_result(pending, result, now=clock, origin="local")
-        response = response_to(pending, result=checked)
-        wire = self._encoded(response)
-        del self._incoming[pending.id]
-        return Outgoing(response, wire)
+        self._check(_TRAFFIC, "a reply")
+        return self._inbox.reply(request, result, clock)
 
     def reply_error(self, request: Request, error: ProtocolError) -> Outgoing:
         """Answers the pending incoming ``request`` with a typed error (send
@@ -838,14 +520,8 @@ class Client(Stateful):
         """
         if not isinstance(error, ProtocolError):
             raise wrong_type("error", error, "a ProtocolError")
-        pending = self._pending_incoming(request)
-        response = response_to(pending, error=error.to_wire())
-        wire = self._encoded(response)
-        del self._incoming[pending.id]
-        return Outgoing(response, wire)
-
-    def _encoded(self, response: Response) -> bytes:
-        return encode(response, max_message_bytes=self._limits.max_message_bytes)
+        self._check(_TRAFFIC, "a reply")
+        return self._inbox.reply_error(request, error)
 
     # -- ending the connection ------------------------------------------------------------
 
@@ -858,9 +534,8 @@ class Client(Stateful):
         is a no-op. Never raises."""
         outbox = self._outbox
         ended = outbox.abandon(list(outbox.pending), "disconnect")
-        self._incoming = {}
-        self._notifications = frozenset()
-        self._lanes = {}  # filled only while ready
+        self._inbox.requests = {}
+        self._handshake.close()
         self._move(Event.DISCONNECT)
         return [ErrorReceived(request, error) for request, error in ended]
 
@@ -882,13 +557,12 @@ class Client(Stateful):
         ids = outbox.expired_ids(moment)
         if not ids:
             return []
-        initializing = self._state is ConnectionState.INITIALIZING and any(
-            outbox.pending[i].request.method == _INITIALIZE for i in ids
-        )
         ended = outbox.abandon(ids, "timeout")
-        if initializing:
+        if self._state is ConnectionState.INITIALIZING and any(
+            request.method == INITIALIZE for request, _ in ended
+        ):
             self._move(Event.INITIALIZE_FAILED)
-            self._offer = None
+            self._handshake.settle(None)
         return [ErrorReceived(request, error) for request, error in ended]
 
     def reconnect(self) -> None:
@@ -906,11 +580,7 @@ class Client(Stateful):
         self._outbox.reset()
         self._streams.reconnect()
         self._resumes.clear()
-        self._negotiated = frozenset()
-        self._notifications = frozenset()
-        self._version = None
-        self._connection_id = None
-        self._offer = None
+        self._handshake.reset()
 
     def resolve_uncertain(self, request_id: str, outcome: Outcome) -> None:
         """Clears an uncertain command once an authenticated host query or an
@@ -950,31 +620,7 @@ class Client(Stateful):
             TypeError: ``response_or_result`` is neither a `Response` nor a
                 `StreamResumeResult`.
         """
-        result: object = response_or_result
-        if isinstance(result, Response):
-            try:
-                result = (
-                    None
-                    if result.result is _UNSET
-                    else decode_result("stream/resume", result.result)
-                )
-            except (ProtocolError, TypeError):
-                result = None  # not a page at all
-        elif not isinstance(result, StreamResumeResult):
-            raise wrong_type(
-                "response_or_result", result, "a Response or a StreamResumeResult"
-            )
-        if not isinstance(result, StreamResumeResult):
-            raise ProtocolError(
-                ErrorCode.UNCORRELATED_REPLAY,
-                "not a stream/resume result on this connection",
-            )
-        digest = content_digest(msgspec.json.encode(result))
-        if digest not in self._resumes:
-            raise ProtocolError(
-                ErrorCode.UNCORRELATED_REPLAY,
-                "not the result of a stream/resume response on this connection",
-            )
+        result, digest = correlated_page(self._resumes, response_or_result)
         count = self._streams.ingest_page(result.stream_id, result.events)
         self._resumes.delete(digest)
         return count

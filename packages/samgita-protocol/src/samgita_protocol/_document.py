@@ -31,7 +31,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from typing import Any
 
@@ -46,16 +46,23 @@ SCHEMA_ID = "urn:samgita-protocol:schema:1.0"
 _REF = "#/$defs/{name}"
 
 # Envelope fields with a fixed shape; everything else comes from the Struct.
-_REQUEST_REQUIRED = (
-    "schema_version",
-    "type",
-    "id",
-    "correlation_id",
-    "method",
-    "params",
-)
-_RESPONSE_REQUIRED = ("schema_version", "type", "id", "correlation_id")
-_NOTIFICATION_REQUIRED = ("schema_version", "type", "method", "params")
+_FIXED = frozenset({"schema_version", "type", "method", "params", "result", "error"})
+# Each kind of envelope: its required fields (a mutation's request adds
+# ``command_id``) and the fields that require others.
+_REQUIRED = {
+    "request": ("schema_version", "type", "id", "correlation_id", "method", "params"),
+    "response": ("schema_version", "type", "id", "correlation_id"),
+    "notification": ("schema_version", "type", "method", "params"),
+}
+_DEPENDENT = {
+    "request": {"task_ref": ["project_ref"]},
+    "response": {"task_ref": ["project_ref"]},
+    "notification": {
+        "task_ref": ["project_ref"],
+        "stream_id": ["cursor"],
+        "cursor": ["stream_id"],
+    },
+}
 
 
 def json_schema() -> dict[str, Any]:
@@ -94,41 +101,112 @@ def build_document() -> dict[str, Any]:
     from . import _methods, _schema
 
     methods: Mapping[str, Any] = _methods.METHODS
-    requests = [spec for spec in methods.values() if spec.kind == "request"]
-    notifications = [spec for spec in methods.values() if spec.kind == "notification"]
-
-    # -- components from the Structs ---------------------------------------
-    roots: list[Any] = []
-    for spec in methods.values():
-        roots.append(spec.params)
-        if spec.result is not None:
-            roots.append(spec.result)
-    envelope_fields: dict[type, dict[str, Any]] = {
-        cls: {f.name: _strip_unset(f.type) for f in msgspec.structs.fields(cls)}
-        for cls in (_schema.Request, _schema.Response, _schema.Notification)
+    kinds: dict[str, type[msgspec.Struct]] = {
+        "request": _schema.Request,
+        "response": _schema.Response,
+        "notification": _schema.Notification,
     }
-    fixed = {"schema_version", "type", "method", "params", "result", "error"}
-    field_types: list[tuple[type, str, Any]] = [
-        (cls, name, tp)
-        for cls, fields in envelope_fields.items()
-        for name, tp in fields.items()
-        if name not in fixed
+    envelope_fields: dict[str, dict[str, Any]] = {
+        kind: {f.name: _strip_unset(f.type) for f in msgspec.structs.fields(cls)}
+        for kind, cls in kinds.items()
+    }
+    defs, schema_of = _components(methods, kinds, envelope_fields, _schema.ErrorObject)
+
+    def envelope(kind: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+        props: dict[str, Any] = {
+            "schema_version": {"const": _schema.SCHEMA_VERSION},
+            "type": {"const": kind},
+        }
+        for name, tp in envelope_fields[kind].items():
+            if name not in _FIXED:
+                props[name] = schema_of(tp)
+        props.update(extra)
+        return props
+
+    # -- one envelope per method -------------------------------------------
+    one_of: dict[str, list[str]] = {"request": [], "notification": []}
+    for spec in methods.values():
+        dotted = _dotted(spec.name)
+        props = envelope(
+            spec.kind,
+            {
+                "method": {"const": spec.name},
+                "params": {"$ref": _REF.format(name=f"{dotted}.params")},
+            },
+        )
+        # command_id: required on a mutation, absent (so refused) elsewhere.
+        if not spec.mutation:
+            props.pop("command_id", None)
+        mutation = ("command_id",) if spec.mutation else ()
+        name = f"{dotted}.{spec.kind}"
+        defs[name] = _object(props, spec.kind, *mutation)
+        one_of[spec.kind].append(name)
+        if spec.kind == "request" and f"{dotted}.result" not in defs:
+            raise TypeError(f"request method {spec.name} has no result definition")
+
+    response_props = envelope(
+        "response",
+        {
+            # Checked against its request's <method>.result by the receiver.
+            "result": {"type": "object"},
+            "error": schema_of(_schema.ErrorObject),
+        },
+    )
+    response = _object(response_props, "response")
+    response["oneOf"] = [
+        {"type": "object", "properties": {"result": True}, "required": ["result"]},
+        {"type": "object", "properties": {"error": True}, "required": ["error"]},
     ]
-    error_cls = _schema.ErrorObject
-    all_roots = [*roots, error_cls, *(tp for _, _, tp in field_types)]
+    defs["response"] = response
+    for kind, names in one_of.items():
+        defs[kind] = {"oneOf": [{"$ref": _REF.format(name=n)} for n in names]}
+
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": f"SamgitaProtocol native wire schema {_schema.SCHEMA_VERSION}",
+        "description": (
+            "Generated from the msgspec Structs of samgita_protocol (tools/gen_schema.py). "
+            "Runtime decoding additionally checks byte limits, nesting depth, duplicate "
+            "keys, identities of 1 to 256 UTF-8 bytes, and each response's result "
+            "against its request ($defs/<method>.result)."
+        ),
+        "oneOf": [{"$ref": _REF.format(name=kind)} for kind in kinds],
+        "$defs": defs,
+    }
+
+
+def _components(
+    methods: Mapping[str, Any],
+    kinds: Mapping[str, type[msgspec.Struct]],
+    envelope_fields: Mapping[str, Mapping[str, Any]],
+    error_cls: type,
+) -> tuple[dict[str, Any], Callable[[Any], Any]]:
+    """The definitions msgspec derives from the Structs (every method's
+    params and result, the shared Structs), renamed: ``<method>.params`` /
+    ``.result``, snake_case for a Struct several methods share; and the
+    schema of any one type among them (an envelope field's, the error's).
+    The envelope Structs' own components (generic params) are left for the
+    per-method envelopes to replace, under the same names."""
+    roots: list[Any] = []
+    owners: dict[str, list[str]] = {}
+    for spec in methods.values():
+        for part, tp in (("params", spec.params), ("result", spec.result)):
+            if tp is not None:
+                roots.append(tp)
+                owners.setdefault(_component_name(tp), []).append(
+                    f"{_dotted(spec.name)}.{part}"
+                )
+    field_types = [
+        tp
+        for fields in envelope_fields.values()
+        for name, tp in fields.items()
+        if name not in _FIXED
+    ]
+    all_roots = [*roots, error_cls, *field_types]
     schemas, components = msgspec.json.schema_components(all_roots, ref_template=_REF)
     by_type = dict(zip(_keys(all_roots), schemas, strict=True))
 
-    # -- names: <method>.params / .result, snake_case for shared Structs ---
-    owners: dict[str, list[str]] = {}
-    for spec in methods.values():
-        owners.setdefault(_component_name(spec.params), []).append(
-            f"{_dotted(spec.name)}.params"
-        )
-        if spec.result is not None:
-            owners.setdefault(_component_name(spec.result), []).append(
-                f"{_dotted(spec.name)}.result"
-            )
     rename: dict[str, str] = {}
     for component in components:
         names = owners.get(component, [])
@@ -137,6 +215,12 @@ def build_document() -> dict[str, Any]:
         raise TypeError(
             f"two Structs map to one definition name: {sorted(rename.items())}"
         )
+    for kind, cls in kinds.items():
+        component = _component_name(cls)
+        if component in rename and rename[component] != kind:
+            raise TypeError(
+                f"{component} would be named {rename[component]}, not {kind}"
+            )
 
     defs: dict[str, Any] = {}
     for name, body in components.items():
@@ -153,137 +237,25 @@ def build_document() -> dict[str, Any]:
             for alias in names:
                 defs[alias] = {"$ref": _REF.format(name=rename[component])}
 
-    error_ref = _rewrite(by_type[_key(error_cls)], rename)
+    def schema_of(tp: Any) -> Any:
+        return _rewrite(by_type[_key(tp)], rename)
 
-    def field_schema(cls: type, name: str) -> Any:
-        return _rewrite(by_type[_key(envelope_fields[cls][name])], rename)
-
-    # -- envelopes ---------------------------------------------------------
-    def envelope(cls: type, kind: str, extra: Mapping[str, Any]) -> dict[str, Any]:
-        props: dict[str, Any] = {
-            "schema_version": {"const": _schema.SCHEMA_VERSION},
-            "type": {"const": kind},
-        }
-        for name in envelope_fields[cls]:
-            if name not in fixed:
-                props[name] = field_schema(cls, name)
-        props.update(extra)
-        return props
-
-    # The envelope Structs' own components (generic params) are replaced by
-    # the per-method envelopes below, under the same names.
-    for cls, name in (
-        (_schema.Request, "request"),
-        (_schema.Response, "response"),
-        (_schema.Notification, "notification"),
-    ):
-        component = _component_name(cls)
-        if component in rename and rename[component] != name:
-            raise TypeError(
-                f"{component} would be named {rename[component]}, not {name}"
-            )
-
-    request_defs: list[str] = []
-    for spec in requests:
-        dotted = _dotted(spec.name)
-        props = envelope(
-            _schema.Request,
-            "request",
-            {
-                "method": {"const": spec.name},
-                "params": {"$ref": _REF.format(name=f"{dotted}.params")},
-            },
-        )
-        required = list(_REQUEST_REQUIRED)
-        if spec.mutation:
-            required.append("command_id")
-        else:
-            props.pop("command_id", None)
-        defs[f"{dotted}.request"] = _object(
-            props, required, {"task_ref": ["project_ref"]}
-        )
-        request_defs.append(f"{dotted}.request")
-
-    notification_defs: list[str] = []
-    for spec in notifications:
-        dotted = _dotted(spec.name)
-        props = envelope(
-            _schema.Notification,
-            "notification",
-            {
-                "method": {"const": spec.name},
-                "params": {"$ref": _REF.format(name=f"{dotted}.params")},
-            },
-        )
-        defs[f"{dotted}.notification"] = _object(
-            props,
-            list(_NOTIFICATION_REQUIRED),
-            {
-                "task_ref": ["project_ref"],
-                "stream_id": ["cursor"],
-                "cursor": ["stream_id"],
-            },
-        )
-        notification_defs.append(f"{dotted}.notification")
-
-    response_props = envelope(
-        _schema.Response,
-        "response",
-        {
-            # Checked against its request's <method>.result by the receiver.
-            "result": {"type": "object"},
-            "error": error_ref,
-        },
-    )
-    response = _object(
-        response_props, list(_RESPONSE_REQUIRED), {"task_ref": ["project_ref"]}
-    )
-    response["oneOf"] = [
-        {"type": "object", "properties": {"result": True}, "required": ["result"]},
-        {"type": "object", "properties": {"error": True}, "required": ["error"]},
-    ]
-    defs["response"] = response
-    defs["request"] = {"oneOf": [{"$ref": _REF.format(name=n)} for n in request_defs]}
-    defs["notification"] = {
-        "oneOf": [{"$ref": _REF.format(name=n)} for n in notification_defs]
-    }
-
-    for spec in requests:
-        if spec.result is None or f"{_dotted(spec.name)}.result" not in defs:
-            raise TypeError(f"request method {spec.name} has no result definition")
-
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": f"SamgitaProtocol native wire schema {_schema.SCHEMA_VERSION}",
-        "description": (
-            "Generated from the msgspec Structs of samgita_protocol (tools/gen_schema.py). "
-            "Runtime decoding additionally checks byte limits, nesting depth, duplicate "
-            "keys, identities of 1 to 256 UTF-8 bytes, and each response's result "
-            "against its request ($defs/<method>.result)."
-        ),
-        "oneOf": [
-            {"$ref": _REF.format(name="request")},
-            {"$ref": _REF.format(name="response")},
-            {"$ref": _REF.format(name="notification")},
-        ],
-        "$defs": defs,
-    }
+    return defs, schema_of
 
 
 # -- helpers -----------------------------------------------------------------
 
 
-def _object(
-    props: dict[str, Any], required: list[str], dependent: Mapping[str, list[str]]
-) -> dict[str, Any]:
+def _object(props: dict[str, Any], kind: str, *also_required: str) -> dict[str, Any]:
+    # An envelope of `kind` with `props` (and no others): its required
+    # fields, then `also_required`, and its dependencies among `props`.
     body: dict[str, Any] = {
         "type": "object",
         "properties": props,
-        "required": required,
+        "required": [*_REQUIRED[kind], *also_required],
         "additionalProperties": False,
     }
-    present = {k: v for k, v in dependent.items() if k in props}
+    present = {k: list(v) for k, v in _DEPENDENT[kind].items() if k in props}
     if present:
         body["dependentRequired"] = present
     return body

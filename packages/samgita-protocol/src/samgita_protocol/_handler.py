@@ -120,7 +120,59 @@ def _closed_emitter(*_args: Any, **_kwargs: Any) -> Notification:
     raise RuntimeError("this context's callback has returned; use Server.notify")
 
 
-class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
+class _Context:
+    """What both contexts share: `notify` (each context holds ``_emit``,
+    the Server's emitter for the callback it was made for)."""
+
+    __slots__ = ()
+
+    _emit: _Emit
+
+    def notify(
+        self,
+        method: str,
+        params: msgspec.Struct | Any,
+        *,
+        stream_id: str | None = None,
+        cursor: int | None = None,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+        project_ref: str | None = None,
+        task_ref: str | None = None,
+    ) -> Notification:
+        """Queue a notification: it goes out after the request's response
+        (`RequestContext`), or is returned by this `Server.receive` call
+        (`NotificationContext`).
+
+        Validated exactly like `Server.notify` (which see), and returned. A
+        `ProtocolError` it raises (origin ``local``) that the callback lets
+        propagate is the host's failure, not a typed error for the peer
+        (see `Handler`).
+
+        Raises:
+            TypeError, ValueError: a wrong argument, as `Server.notify`
+                (``ValueError`` for a method that is not a notification
+                method).
+            ProtocolError: ``unsupported`` (its group was not negotiated), a
+                params or envelope schema code (``invalid_field``,
+                ``unknown_field``, ``unpaired_stream_position``, ...),
+                ``message_too_large``.
+            RuntimeError: the callback this context was made for has
+                already returned.
+        """
+        return self._emit(
+            method,
+            params,
+            stream_id=stream_id,
+            cursor=cursor,
+            correlation_id=correlation_id,
+            causation_id=causation_id,
+            project_ref=project_ref,
+            task_ref=task_ref,
+        )
+
+
+class RequestContext(msgspec.Struct, _Context, frozen=True, kw_only=True):
     """The identity of the request a `Handler.handle_request` call answers.
 
     Optional fields are ``None`` when the request did not carry them
@@ -186,50 +238,9 @@ class RequestContext(msgspec.Struct, frozen=True, kw_only=True):
         )
         return f"{type(self).__name__}({shown})"
 
-    def notify(
-        self,
-        method: str,
-        params: msgspec.Struct | Any,
-        *,
-        stream_id: str | None = None,
-        cursor: int | None = None,
-        correlation_id: str | None = None,
-        causation_id: str | None = None,
-        project_ref: str | None = None,
-        task_ref: str | None = None,
-    ) -> Notification:
-        """Queue a notification to go out after this request's response.
-
-        Validated exactly like `Server.notify` (which see), and returned. A
-        `ProtocolError` it raises (origin ``local``) that the callback lets
-        propagate is the host's failure, not a typed error for the peer
-        (see `Handler`).
-
-        Raises:
-            TypeError, ValueError: a wrong argument, as `Server.notify`
-                (``ValueError`` for a method that is not a notification
-                method).
-            ProtocolError: ``unsupported`` (its group was not negotiated), a
-                params or envelope schema code (``invalid_field``,
-                ``unknown_field``, ``unpaired_stream_position``, ...),
-                ``message_too_large``.
-            RuntimeError: the callback this context was made for has
-                already returned.
-        """
-        return self._emit(
-            method,
-            params,
-            stream_id=stream_id,
-            cursor=cursor,
-            correlation_id=correlation_id,
-            causation_id=causation_id,
-            project_ref=project_ref,
-            task_ref=task_ref,
-        )
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class NotificationContext:
+class NotificationContext(_Context):
     """What a `Handler.handle_notification` call is told besides the params.
 
     ``notification`` is the whole validated envelope; ``stream_id`` and
@@ -245,35 +256,6 @@ class NotificationContext:
     stream_id: str | None = None
     cursor: int | None = None
     _emit: _Emit = field(default=_closed_emitter, repr=False, compare=False)
-
-    def notify(
-        self,
-        method: str,
-        params: msgspec.Struct | Any,
-        *,
-        stream_id: str | None = None,
-        cursor: int | None = None,
-        correlation_id: str | None = None,
-        causation_id: str | None = None,
-        project_ref: str | None = None,
-        task_ref: str | None = None,
-    ) -> Notification:
-        """Queue a notification to be returned by this `Server.receive` call.
-
-        Raises:
-            TypeError, ValueError, ProtocolError: as `RequestContext.notify`.
-            RuntimeError: the callback has already returned.
-        """
-        return self._emit(
-            method,
-            params,
-            stream_id=stream_id,
-            cursor=cursor,
-            correlation_id=correlation_id,
-            causation_id=causation_id,
-            project_ref=project_ref,
-            task_ref=task_ref,
-        )
 
 
 #: The callbacks whose failures are reported (`CallbackFailure.callback`).

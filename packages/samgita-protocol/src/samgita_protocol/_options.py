@@ -207,6 +207,16 @@ def wrong_type(name: str, value: object, expected: str) -> TypeError:
     return TypeError(f"expected {name} to be {expected}, got: {_shown(value)}")
 
 
+def _unknown(
+    name: str, expected: str, known: Collection[str], value: object
+) -> ValueError:
+    # The one wording of a name missing from a table: every known one listed.
+    return ValueError(
+        f"expected {name} to {expected} ({', '.join(sorted(known))}), "
+        f"got: {_shown(value)}"
+    )
+
+
 def known_name(name: str, value: object, known: Collection[str], what: str) -> str:
     """``value`` if it is one of the names ``known`` (a table's keys, each a
     ``what``): a ``TypeError`` when it is not a ``str``, a ``ValueError``
@@ -214,10 +224,7 @@ def known_name(name: str, value: object, known: Collection[str], what: str) -> s
     if not isinstance(value, str):
         raise wrong_type(name, value, f"a {what} (a string)")
     if value not in known:
-        raise ValueError(
-            f"expected {name} to be a defined {what} ({', '.join(sorted(known))}), "
-            f"got: {_shown(value)}"
-        )
+        raise _unknown(name, f"be a defined {what}", known, value)
     return value
 
 
@@ -234,10 +241,7 @@ def known_names(
         if not isinstance(item, str):
             raise wrong_type(name, value, f"a collection of {what}s (strings)")
         if item not in known:
-            raise ValueError(
-                f"expected {name} to name only defined {what}s "
-                f"({', '.join(sorted(known))}), got: {_shown(item)}"
-            )
+            raise _unknown(name, f"name only defined {what}s", known, item)
     return names
 
 

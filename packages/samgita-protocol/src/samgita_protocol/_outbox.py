@@ -131,6 +131,22 @@ class Outbox:
         """The ids in the terminal window, oldest first."""
         return list(self._completed.keys())
 
+    def pending_method(self, request_id: str) -> str | None:
+        """The method of the pending request ``request_id`` (the codec's
+        ``results``: a result is decoded by it), or ``None``."""
+        entry = self.pending.get(request_id)
+        return None if entry is None else entry.request.method
+
+    def uncertain_reason(self, request_id: str) -> str | None:
+        """Why ``request_id`` is uncertain, or ``None`` when it is not.
+
+        Raises:
+            TypeError: ``request_id`` is not a string.
+        """
+        if not isinstance(request_id, str):
+            raise wrong_type("request_id", request_id, "a string")
+        return self.uncertain_reasons.get(request_id)
+
     def in_use(self, request_id: str) -> bool:
         """True when ``request_id`` is pending, windowed or uncertain."""
         return (
@@ -241,27 +257,23 @@ class Outbox:
         if entry is None:
             kept = self._completed.get(request_id)
             if kept is None:
-                raise ProtocolError(
+                code, why = (
                     ErrorCode.UNKNOWN_RESPONSE,
                     "response to an unknown or forgotten request id",
-                    data={"id": request_id},
-                    origin="peer",
                 )
-            if kept is _EXPIRED:
-                raise ProtocolError(
+            elif kept is _EXPIRED:
+                code, why = (
                     ErrorCode.CONFLICTING_RESPONSE,
                     "response arrived after the request expired",
-                    data={"id": request_id},
-                    origin="peer",
                 )
-            if same_content(kept, response, wire):
+            elif same_content(kept, response, wire):
                 return DUPLICATE
-            raise ProtocolError(
-                ErrorCode.CONFLICTING_RESPONSE,
-                "response differs from the response already received",
-                data={"id": request_id},
-                origin="peer",
-            )
+            else:
+                code, why = (
+                    ErrorCode.CONFLICTING_RESPONSE,
+                    "response differs from the response already received",
+                )
+            raise ProtocolError(code, why, data={"id": request_id}, origin="peer")
         request = entry.request
         check_echo(request, response)
         outcome: Any

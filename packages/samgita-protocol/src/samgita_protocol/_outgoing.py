@@ -1,6 +1,6 @@
 """What a connection side sends: `Outgoing` (a message with the wire bytes
-that were validated when it was built), and the notifications, built and
-proven in one place.
+that were validated when it was built), and the notifications and requests,
+built and proven in one place.
 
 `Client.notify`, `Server.notify` and a handler's ``context.notify`` all
 build a notification the same way: a defined notification method (a wrong
@@ -8,7 +8,8 @@ name is the caller's ``ValueError``, see docs/protocol.md section 7), of a
 negotiated group, with its params Struct (or a mapping converted to it) and
 the envelope keywords (``None`` is absent), proven by its own bytes
 (``encode``; an envelope keyword of the wrong type is named as a
-``TypeError`` once that fails).
+``TypeError`` once that fails). A request (`request_to_send`) is built
+from its converted params and envelope keywords the same way.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from ._results import params_of
 from ._schema import (
     Message,
     Notification,
+    Request,
 )
 
-__all__ = ["Outgoing", "notification_to_send"]
+__all__ = ["Outgoing", "notification_to_send", "request_to_send", "to_send"]
 
 
 class Outgoing(msgspec.Struct, frozen=True):
@@ -111,3 +113,61 @@ def notification_to_send(
         )
         raise
     return Outgoing(notification, wire)
+
+
+def request_to_send(
+    request_id: str,
+    method: str,
+    params: Any,
+    max_bytes: int,
+    *,
+    correlation_id: str | None = None,
+    causation_id: str | None = None,
+    command_id: str | None = None,
+    project_ref: str | None = None,
+    task_ref: str | None = None,
+) -> Outgoing:
+    """The request and its wire bytes: ``params`` already the method's
+    params (Struct), ``correlation_id`` the id when not given, the other
+    envelope keywords absent when ``None``.
+
+    Raises:
+        TypeError: an envelope keyword of the wrong type (once encoding
+            failed, so a wrong type is named before the schema's code).
+        ProtocolError: origin ``local``: the envelope's and params' codes
+            (``missing_command_id``, ``invalid_field``, ...),
+            ``message_too_large``.
+    """
+    request = Request(
+        id=request_id,
+        correlation_id=request_id if correlation_id is None else correlation_id,
+        method=method,
+        params=params,
+        command_id=UNSET if command_id is None else command_id,
+        causation_id=UNSET if causation_id is None else causation_id,
+        project_ref=UNSET if project_ref is None else project_ref,
+        task_ref=UNSET if task_ref is None else task_ref,
+    )
+    try:
+        wire = encode(request, max_message_bytes=max_bytes)
+    except ProtocolError:
+        envelope_types(
+            correlation_id=correlation_id,
+            causation_id=causation_id,
+            command_id=command_id,
+            project_ref=project_ref,
+            task_ref=task_ref,
+        )
+        raise
+    return Outgoing(request, wire)
+
+
+def to_send(message: Message, max_bytes: int) -> Outgoing:
+    """A message this side built itself (a Server's refusal, its initialize
+    result, an error it substituted) with its validated bytes.
+
+    Raises:
+        ProtocolError: ``message_too_large`` (origin ``local``), or a
+            schema code of a message built wrong.
+    """
+    return Outgoing(message, encode(message, max_message_bytes=max_bytes))

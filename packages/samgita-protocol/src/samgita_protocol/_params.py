@@ -1,12 +1,13 @@
 """The params and result Struct of every method of wire schema 1.0
-(docs/protocol.md section 4), frozen and forbidding unknown fields like the
-envelopes in ``_schema``; ``_methods`` ties each to its method."""
+(docs/protocol.md section 4), each a ``WireStruct`` (frozen, forbidding
+unknown fields) like the envelopes in ``_schema``; ``_methods`` ties each to
+its method. Every Struct here is public: ``samgita_protocol.__all__`` is the
+one list of them."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ._schema import (
@@ -23,43 +24,8 @@ from ._schema import (
     Thread,
     Timestamp,
     Turn,
+    WireStruct,
 )
-
-__all__ = [
-    "ApprovalRequestParams",
-    "ApprovalRequestResult",
-    "CancelParams",
-    "CancelResult",
-    "EventReceiveParams",
-    "EventReceiveResult",
-    "EventReportParams",
-    "EventReportResult",
-    "EventStatusParams",
-    "EventStatusResult",
-    "InitializeParams",
-    "InitializeResult",
-    "ItemCompletedParams",
-    "ItemDeltaParams",
-    "ItemStartedParams",
-    "StreamResumeParams",
-    "StreamResumeResult",
-    "ThreadClosedParams",
-    "ThreadReadParams",
-    "ThreadReadResult",
-    "ThreadResumeParams",
-    "ThreadResumeResult",
-    "ThreadStartParams",
-    "ThreadStartResult",
-    "ThreadStartedParams",
-    "TurnCompletedParams",
-    "TurnInterruptParams",
-    "TurnInterruptResult",
-    "TurnStartParams",
-    "TurnStartResult",
-    "TurnStartedParams",
-    "TurnSteerParams",
-    "TurnSteerResult",
-]
 
 # -- methods (section 4) ---------------------------------------------------------
 
@@ -70,9 +36,7 @@ _Acceptance = Literal["received", "durable"]
 _ProcessingStatus = Literal["pending", "processing", "completed", "failed", "rejected"]
 
 
-class InitializeParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class InitializeParams(WireStruct, frozen=True, kw_only=True):
     """``connection/initialize`` params: offered versions and groups."""
 
     versions: _Versions
@@ -80,9 +44,7 @@ class InitializeParams(
     required_capabilities: _Groups | UnsetType = UNSET
 
 
-class InitializeResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class InitializeResult(WireStruct, frozen=True, kw_only=True):
     """``connection/initialize`` result: the selected version, the supported
     intersection of groups, the connection's and the host's identity."""
 
@@ -92,17 +54,13 @@ class InitializeResult(
     host_id: Id
 
 
-class EventReceiveParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class EventReceiveParams(WireStruct, frozen=True, kw_only=True):
     """``project/event.receive`` params: one delivery attempt of an event."""
 
     event: Event
 
 
-class EventReceiveResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class EventReceiveResult(WireStruct, frozen=True, kw_only=True):
     """``project/event.receive`` result; echoes the event's identities."""
 
     event_id: Id
@@ -111,17 +69,13 @@ class EventReceiveResult(
     processing_status: _ProcessingStatus
 
 
-class EventStatusParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class EventStatusParams(WireStruct, frozen=True, kw_only=True):
     """``project/event.status`` params."""
 
     event_id: Id
 
 
-class EventStatusResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class EventStatusResult(WireStruct, frozen=True, kw_only=True):
     """``project/event.status`` result."""
 
     event_id: Id
@@ -129,9 +83,7 @@ class EventStatusResult(
     processing_status: _ProcessingStatus
 
 
-class EventReportParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class EventReportParams(WireStruct, frozen=True, kw_only=True):
     """``project/event.report`` params: a decision or result for an event."""
 
     event_id: Id
@@ -141,9 +93,7 @@ class EventReportParams(
     management_request: ManagementRequest | UnsetType = UNSET
 
 
-class EventReportResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class EventReportResult(WireStruct, frozen=True, kw_only=True):
     """``project/event.report`` result."""
 
     event_id: Id
@@ -151,76 +101,58 @@ class EventReportResult(
     management_acceptance: Literal["accepted", "rejected", "not_requested"]
 
 
-class ThreadStartParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ThreadStartParams(WireStruct, frozen=True, kw_only=True):
     """``thread/start`` params."""
 
     instructions: Text | UnsetType = UNSET
     metadata: FreeForm | UnsetType = UNSET
 
 
-class ThreadStartResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ThreadStartResult(WireStruct, frozen=True, kw_only=True):
     """``thread/start`` result."""
 
     thread: Thread
 
 
-class ThreadReadParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ThreadReadParams(WireStruct, frozen=True, kw_only=True):
     """``thread/read`` params."""
 
     thread_id: Id
 
 
-class ThreadReadResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ThreadReadResult(WireStruct, frozen=True, kw_only=True):
     """``thread/read`` result: the thread and up to 256 turns."""
 
     thread: Thread
     turns: Annotated[list[Turn], Meta(min_length=0, max_length=256)]
 
 
-class ThreadResumeParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ThreadResumeParams(WireStruct, frozen=True, kw_only=True):
     """``thread/resume`` params."""
 
     thread_id: Id
 
 
-class ThreadResumeResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ThreadResumeResult(WireStruct, frozen=True, kw_only=True):
     """``thread/resume`` result."""
 
     thread: Thread
 
 
-class TurnStartParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class TurnStartParams(WireStruct, frozen=True, kw_only=True):
     """``turn/start`` params: 1 to 64 input items."""
 
     thread_id: Id
     input: _Input
 
 
-class TurnStartResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class TurnStartResult(WireStruct, frozen=True, kw_only=True):
     """``turn/start`` result."""
 
     turn: Turn
 
 
-class TurnSteerParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class TurnSteerParams(WireStruct, frozen=True, kw_only=True):
     """``turn/steer`` params: input added to a turn in progress."""
 
     thread_id: Id
@@ -228,26 +160,20 @@ class TurnSteerParams(
     input: _Input
 
 
-class TurnSteerResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class TurnSteerResult(WireStruct, frozen=True, kw_only=True):
     """``turn/steer`` result."""
 
     turn: Turn
 
 
-class TurnInterruptParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class TurnInterruptParams(WireStruct, frozen=True, kw_only=True):
     """``turn/interrupt`` params."""
 
     thread_id: Id
     turn_id: Id
 
 
-class TurnInterruptResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class TurnInterruptResult(WireStruct, frozen=True, kw_only=True):
     """``turn/interrupt`` result."""
 
     thread_id: Id
@@ -255,41 +181,31 @@ class TurnInterruptResult(
     interrupt_status: Literal["requested", "interrupted", "already_finished"]
 
 
-class ThreadStartedParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ThreadStartedParams(WireStruct, frozen=True, kw_only=True):
     """``thread/started`` notification params."""
 
     thread: Thread
 
 
-class ThreadClosedParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ThreadClosedParams(WireStruct, frozen=True, kw_only=True):
     """``thread/closed`` notification params."""
 
     thread_id: Id
 
 
-class TurnStartedParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class TurnStartedParams(WireStruct, frozen=True, kw_only=True):
     """``turn/started`` notification params."""
 
     turn: Turn
 
 
-class TurnCompletedParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class TurnCompletedParams(WireStruct, frozen=True, kw_only=True):
     """``turn/completed`` notification params."""
 
     turn: Turn
 
 
-class ItemStartedParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ItemStartedParams(WireStruct, frozen=True, kw_only=True):
     """``item/started`` notification params."""
 
     thread_id: Id
@@ -297,9 +213,7 @@ class ItemStartedParams(
     item: Item
 
 
-class ItemDeltaParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ItemDeltaParams(WireStruct, frozen=True, kw_only=True):
     """``item/delta`` notification params: one generic delta of an item."""
 
     thread_id: Id
@@ -308,9 +222,7 @@ class ItemDeltaParams(
     delta: Text
 
 
-class ItemCompletedParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ItemCompletedParams(WireStruct, frozen=True, kw_only=True):
     """``item/completed`` notification params."""
 
     thread_id: Id
@@ -318,18 +230,14 @@ class ItemCompletedParams(
     item: Item
 
 
-class StreamResumeParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class StreamResumeParams(WireStruct, frozen=True, kw_only=True):
     """``stream/resume`` params: the last processed cursor (0 = from the start)."""
 
     stream_id: Id
     cursor: Cursor
 
 
-class StreamResumeResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class StreamResumeResult(WireStruct, frozen=True, kw_only=True):
     """``stream/resume`` result: up to 128 complete notification envelopes
     after the requested cursor; ``cursor`` is the last event's (or the
     requested one when empty)."""
@@ -340,9 +248,7 @@ class StreamResumeResult(
     has_more: bool
 
 
-class ApprovalRequestParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ApprovalRequestParams(WireStruct, frozen=True, kw_only=True):
     """``approval/request`` params: one action to approve or deny before
     ``deadline``."""
 
@@ -354,9 +260,7 @@ class ApprovalRequestParams(
     reason: Text | UnsetType = UNSET
 
 
-class ApprovalRequestResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ApprovalRequestResult(WireStruct, frozen=True, kw_only=True):
     """``approval/request`` result, bound to the requested approval and action."""
 
     approval_id: Id
@@ -365,18 +269,14 @@ class ApprovalRequestResult(
     reason: Text | UnsetType = UNSET
 
 
-class CancelParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class CancelParams(WireStruct, frozen=True, kw_only=True):
     """``request/cancel`` params."""
 
     request_id: Id
     reason: Text | UnsetType = UNSET
 
 
-class CancelResult(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class CancelResult(WireStruct, frozen=True, kw_only=True):
     """``request/cancel`` result."""
 
     request_id: Id

@@ -3,12 +3,13 @@ envelopes (the methods' params and results are in ``_params``, the method
 table in ``_methods``).
 
 Every envelope, error object, params and result object of docs/protocol.md
-sections 2, 4 and 5 is a frozen ``msgspec.Struct`` that forbids unknown
-fields. Optional wire fields default to ``msgspec.UNSET`` and are absent on
-the wire when unset (never ``null``), so presence round-trips. The envelopes
-are tagged by ``type``. ``omit_defaults`` is not used: every optional field
-is ``UNSET`` (always omitted), and omitting defaults would drop the required
-``schema_version`` (whose only value is its default) from the wire.
+sections 2, 4 and 5 is a :class:`WireStruct`: a frozen ``msgspec.Struct``
+that forbids unknown fields. Optional wire fields default to
+``msgspec.UNSET`` and are absent on the wire when unset (never ``null``), so
+presence round-trips. The envelopes are tagged by ``type``.
+``omit_defaults`` is not used: every optional field is ``UNSET`` (always
+omitted), and omitting defaults would drop the required ``schema_version``
+(whose only value is its default) from the wire.
 
 What the Structs cannot express, the codec checks (docs/protocol.md
 section 12): identity lengths in UTF-8 bytes, calendar validity of
@@ -104,10 +105,20 @@ else:
     _Payload = msgspec.Raw
 
 
+class WireStruct(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The base of every wire Struct: frozen, refusing unknown fields.
+
+    Each subclass still says ``frozen=True, kw_only=True``: msgspec does not
+    inherit ``kw_only`` (built by keyword, a required field may follow an
+    optional one), and type checkers do not inherit ``frozen`` (mypy refuses
+    a subclass that leaves it out, so none can).
+    """
+
+
 # -- shared definitions (section 5) ------------------------------------------
 
 
-class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class Event(WireStruct, frozen=True, kw_only=True):
     """A project event (one delivery attempt of it).
 
     ``event_id``, ``created_at``, ``correlation_id``, ``causation_id``, the
@@ -133,7 +144,7 @@ class Event(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
         return msgspec.structs.replace(self, delivery_attempt_id=new_attempt_id)
 
 
-class Thread(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class Thread(WireStruct, frozen=True, kw_only=True):
     """An execution thread."""
 
     thread_id: Id
@@ -141,7 +152,7 @@ class Thread(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     created_at: Timestamp
 
 
-class Turn(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class Turn(WireStruct, frozen=True, kw_only=True):
     """One turn of a thread."""
 
     turn_id: Id
@@ -149,7 +160,7 @@ class Turn(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     status: Literal["in_progress", "completed", "interrupted", "failed"]
 
 
-class Item(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class Item(WireStruct, frozen=True, kw_only=True):
     """One item of a turn (message, tool call, ...); ``type`` is opaque."""
 
     item_id: Id
@@ -158,14 +169,14 @@ class Item(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
     status: Literal["completed", "failed"] | UnsetType = UNSET
 
 
-class InputItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class InputItem(WireStruct, frozen=True, kw_only=True):
     """One input item of ``turn/start`` / ``turn/steer``."""
 
     type: Literal["text"]
     text: Text
 
 
-class Action(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class Action(WireStruct, frozen=True, kw_only=True):
     """The action an ``approval/request`` asks to approve or deny."""
 
     kind: Id
@@ -173,18 +184,14 @@ class Action(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     details: FreeForm | UnsetType = UNSET
 
 
-class ManagementRequest(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ManagementRequest(WireStruct, frozen=True, kw_only=True):
     """A requested management transition of the Project/Task."""
 
     transition: Id
     reason: Text | UnsetType = UNSET
 
 
-class ErrorObject(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True
-):
+class ErrorObject(WireStruct, frozen=True, kw_only=True):
     """A typed error: ``code`` is a defined error code (docs/protocol.md
     section 7); ``data`` holds only protocol facts, never secrets."""
 
@@ -196,14 +203,7 @@ class ErrorObject(
 # -- envelopes (section 2) -----------------------------------------------------
 
 
-class Request(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    kw_only=True,
-    tag_field="type",
-    tag="request",
-):
+class Request(WireStruct, frozen=True, kw_only=True, tag_field="type", tag="request"):
     """A request; expects exactly one response with the same ``id``.
 
     ``schema_version`` is required on the wire (the Python default only saves
@@ -228,14 +228,7 @@ class Request(
         return "request"
 
 
-class Response(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    kw_only=True,
-    tag_field="type",
-    tag="response",
-):
+class Response(WireStruct, frozen=True, kw_only=True, tag_field="type", tag="response"):
     """A response: exactly one of an object ``result`` or a typed ``error``.
 
     ``schema_version`` is required on the wire. The identity fields echo the
@@ -261,12 +254,7 @@ class Response(
 
 
 class Notification(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    kw_only=True,
-    tag_field="type",
-    tag="notification",
+    WireStruct, frozen=True, kw_only=True, tag_field="type", tag="notification"
 ):
     """A notification; gets no response.
 

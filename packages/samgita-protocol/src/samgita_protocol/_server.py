@@ -17,119 +17,37 @@ Every public method completes or raises and leaves the Server as it was.
 
 from __future__ import annotations
 
-import logging
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 
-from ._codec import decode, decode_checked, encode, encode_unchecked
-from ._contract import RULES, negotiate, wall_clock
-from ._errors import ErrorCode, ProtocolError
-from ._given import given_message
+from ._contract import negotiate, wall_clock
+from ._dispatch import Dispatch, error_response
+from ._errors import ErrorCode, Origin, ProtocolError
 from ._handler import (
     CallbackFailure,
-    CallbackName,
     Handler,
-    NotificationContext,
-    RequestContext,
-    _closed_emitter,
     check_methods,
     implements_notifications,
-    implements_responses,
 )
-from ._methods import (
-    CAPABILITY_GROUPS,
-    METHODS,
-    MethodSpec,
-    method_spec,
-)
-from ._options import (
-    DEFAULT_MAX_STREAMS,
-    check_id,
-    check_limits,
-    envelope_types,
-    is_id,
-    known_names,
-    monotonic,
-    wrong_type,
-)
-from ._outbox import DUPLICATE, Outbox
-from ._outgoing import Outgoing, notification_to_send
+from ._incoming import read, wire_of
+from ._methods import CAPABILITY_GROUPS, METHODS, MethodSpec, method_spec
+from ._options import check_id, check_limits, known_names, monotonic
+from ._outgoing import Outgoing, notification_to_send, to_send
 from ._params import InitializeResult
-from ._plans import RESPONSE_PLANS, Plan
-from ._replies import proven_result
-from ._results import decode_result, params_of
-from ._schema import (
-    UNSET,
-    Message,
-    Notification,
-    Request,
-    Response,
-    response_to,
-)
-from ._state import (
-    Activity,
-    ConnectionState,
-    Event,
-    Role,
-    Stateful,
-    refusal,
-)
+from ._schema import UNSET, Message, Notification, Request, Response, response_to
+from ._server_requests import ServerRequests
+from ._state import Activity, Event, Role, Stateful, refusal
 from ._streams import ServerPositions
-from ._windows import (
-    ContentKey,
-    RecentIds,
-    content_key,
-    same_content,
-)
+from ._windows import ContentKey, RecentIds, content_key, same_content
 
 __all__ = ["Server"]
 
 _SERVER: Final = Role.SERVER
-_READY: Final = ConnectionState.READY
 _EXCHANGE: Final = Activity.EXCHANGE
-
-
-class _Identity(msgspec.Struct):
-    """The members of a message that name a request (any JSON value each:
-    `Server._recover` checks them)."""
-
-    type: Any = None
-    id: Any = None
-    correlation_id: Any = None
-    command_id: Any = None
-    causation_id: Any = None
-    project_ref: Any = None
-    task_ref: Any = None
-
-
-_IDENTITY_DECODER: Final = msgspec.json.Decoder(_Identity)
-
-#: Codes of input that is never parsed again to recover a request identity:
-#: too large, not text, not JSON or too deep.
-_UNRECOVERABLE: Final = frozenset(
-    {
-        ErrorCode.MESSAGE_TOO_LARGE,
-        ErrorCode.INVALID_UTF8,
-        ErrorCode.INVALID_JSON,
-        ErrorCode.DEPTH_EXCEEDED,
-        ErrorCode.DUPLICATE_KEY,
-    }
-)
-
-
-#: Where a failed handler callback is logged (ERROR, with its traceback),
-#: and what of it is logged: the method and identities, never params or
-#: results (``%r``: an identity is printed quoted, never as raw text).
-_log: Final = logging.getLogger("samgita_protocol.server")
-_IDENTITY: Final = "method %r, request id %r, correlation id %r, connection id %r"
-
-_REQUEST_FAILED: Final = "the host failed to handle the request"
-_NOTIFICATION_FAILED: Final = "the host failed to handle the notification"
 
 #: The only bounds a Server enforces. It answers every request before
 #: ``receive`` returns and hands every notification to its handler at once,
@@ -139,67 +57,13 @@ _SERVER_LIMITS: Final = frozenset(
     {"max_outstanding_requests", "max_completed", "max_streams", "max_message_bytes"}
 )
 
-
-def _opt(value: Any) -> Any:
-    """UNSET -> None, for what handlers are told."""
-    return None if value is UNSET else value
+_NOT_NEGOTIATED: Final = "the method's capability group was not negotiated"
 
 
-def _unset(value: Any) -> Any:
-    """None -> UNSET, for building messages from keyword options."""
-    return UNSET if value is None else value
-
-
-def _error_response(request: Request, error: ProtocolError) -> Response:
-    return response_to(request, error=error.to_wire())
-
-
-#: The error object of every response the Server substitutes for a failed
-#: callback (compared by identity: a handler's own internal_error is not one).
-_INTERNAL_WIRE: Final = ProtocolError(
-    ErrorCode.INTERNAL_ERROR, _REQUEST_FAILED
-).to_wire()
-
-
-def _internal(request: Request) -> Response:
-    return response_to(request, error=_INTERNAL_WIRE)
-
-
-class _Emitter(list[Outgoing]):
-    """The notifications one callback emitted, in order; calling it
-    validates and queues one more while the callback runs (``_build`` is
-    the Server's builder; ``None`` once the callback returned).
-
-    A list itself, built with no Python ``__init__``: one is made for
-    every request handled (0.06 us; an object holding a list cost 0.2)."""
-
-    __slots__ = ("_build", "refused")
-
-    _build: Callable[..., Outgoing] | None
-    #: The last `ProtocolError` it raised (unset until one): the callback
-    #: letting that very error propagate is the host's own failure, not a
-    #: typed error meant for the peer (`_notify_refused`).
-    refused: ProtocolError
-
-    def __call__(self, method: str, params: Any, **options: Any) -> Notification:
-        build = self._build
-        if build is None:
-            _closed_emitter()
-        assert build is not None
-        try:
-            outgoing = build(method, params, **options)
-        except ProtocolError as error:
-            self.refused = error
-            raise
-        self.append(outgoing)
-        message = outgoing.message
-        assert type(message) is Notification
-        return message
-
-
-def _notify_refused(emitter: _Emitter, error: ProtocolError) -> bool:
-    """Whether ``error`` is the one ``context.notify`` raised in the callback."""
-    return getattr(emitter, "refused", None) is error
+def _unsupported(method: str, message: str, origin: Origin = "local") -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.UNSUPPORTED, message, data={"method": method}, origin=origin
+    )
 
 
 class Server(Stateful):
@@ -262,19 +126,14 @@ class Server(Stateful):
     """
 
     __slots__ = (
-        "_builder",
-        "_callback_failures",
         "_capabilities",
         "_connection_id",
-        "_durable",
-        "_handler",
+        "_dispatch",
         "_host_id",
-        "_limits",
         "_max_bytes",
         "_negotiated",
-        "_on_callback_error",
-        "_outbox",
         "_positions",
+        "_requests",
         "_scratch",
         "_seen",
     )
@@ -302,13 +161,10 @@ class Server(Stateful):
             raise TypeError(
                 f"expected handler to be a samgita_protocol.Handler, got: {handler!r}"
             )
-        groups = list(
-            dict.fromkeys(
-                known_names(
-                    "capabilities", capabilities, CAPABILITY_GROUPS, "capability group"
-                )
-            )
+        named = known_names(
+            "capabilities", capabilities, CAPABILITY_GROUPS, "capability group"
         )
+        groups = list(dict.fromkeys(named))
         check_methods(handler, groups)
         if on_callback_error is not None and not callable(on_callback_error):
             raise TypeError(
@@ -331,39 +187,28 @@ class Server(Stateful):
             },
             allowed=_SERVER_LIMITS,
         )
-        self._handler = handler
         self._capabilities: tuple[str, ...] = tuple(groups)
         self._host_id = check_id("host_id", host_id) or "host-" + secrets.token_hex(12)
         self._connection_id = check_id(
             "connection_id", connection_id
         ) or "conn-" + secrets.token_hex(12)
-        self._durable = durable
-        self._callback_failures = 0
-        self._on_callback_error = on_callback_error
-        self._limits = limits
         self._max_bytes = limits.max_message_bytes
         # The codec's re-encoding buffer (see decode_checked).
         self._scratch = bytearray()
         self._positions = ServerPositions(
-            max_streams=limits.max_streams
-            if max_streams is not None
-            else DEFAULT_MAX_STREAMS,
-            positions=positions,
+            max_streams=limits.max_streams, positions=positions
         )
         self._negotiated: frozenset[str] = frozenset()
         self._seen: RecentIds[str, ContentKey] = RecentIds(limits.max_completed)
-        # Server-initiated requests are reads (see request()), so the
-        # uncertain bound is never reached; 1 keeps the Outbox's check honest.
-        self._outbox = Outbox(
-            prefix="s",
-            max_outstanding_requests=limits.max_outstanding_requests,
-            max_uncertain_commands=1,
-            max_completed=limits.max_completed,
-            request_timeout=limits.request_timeout,
-            id_generator=id_generator,
+        self._dispatch = Dispatch(
+            handler,
+            connection_id=self._connection_id,
+            durable=durable,
+            max_bytes=limits.max_message_bytes,
+            build=self.notify,
+            on_callback_error=on_callback_error,
         )
-        # What each callback's emitter builds notifications with (bound once).
-        self._builder = self._build_notification
+        self._requests = ServerRequests(self._dispatch, limits, id_generator)
 
     def __repr__(self) -> str:
         return (
@@ -376,7 +221,7 @@ class Server(Stateful):
     @property
     def handler(self) -> Handler:
         """The host's handler (which holds the host state)."""
-        return self._handler
+        return self._dispatch.handler
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -412,17 +257,17 @@ class Server(Stateful):
         callback once, never again). An approval given too late
         (``approval_expired``) is not a failure. Each is also logged and
         offered to ``on_callback_error``; the exception is not kept."""
-        return self._callback_failures
+        return self._dispatch.failures
 
     @property
     def durable(self) -> bool:
         """Whether the handler may answer ``acceptance: durable``."""
-        return self._durable
+        return self._dispatch.durable
 
     @property
     def outstanding(self) -> Mapping[str, Request]:
         """Server-initiated requests waiting for a response, by id (read-only)."""
-        return MappingProxyType({k: v.request for k, v in self._outbox.pending.items()})
+        return self._requests.outstanding()
 
     def positions(self) -> dict[str, int]:
         """Processed positions of sequenced notifications from the peer.
@@ -500,118 +345,22 @@ class Server(Stateful):
         """
         now = wall_clock(now)
         self._check(Activity.TRAFFIC, "receive()")
-        wire: bytes | str | None
-        max_bytes = self._limits.max_message_bytes
-        if type(data) is str and len(data) <= max_bytes:
-            # A text frame: its UTF-8 bytes take the bytes path (sizes count
-            # UTF-8 bytes either way); a lone surrogate stays text, for
-            # decode to name it. Text over the bound by code points goes to
-            # decode as it is, which refuses it without encoding it.
-            try:
-                data = data.encode("utf-8")
-            except UnicodeEncodeError:
-                pass
-        if type(data) is bytes or isinstance(data, (bytes, str)):
-            wire = data
-        elif isinstance(data, bytearray | memoryview):
-            if (data.nbytes if isinstance(data, memoryview) else len(data)) > max_bytes:
-                # message_too_large (peer), raised before the buffer is copied.
-                decode(data, max_message_bytes=max_bytes)
-            wire = bytes(data)
-        elif isinstance(data, Request | Response | Notification):
-            wire = None
-        else:
-            raise wrong_type(
-                "data", data, "bytes, bytearray, memoryview, str or a Message"
-            )
-        if wire is not None:
-            try:
-                # Bytes within the bound go straight to the codec's fast path
-                # (what decode does after its argument checks).
-                message = (
-                    decode_checked(wire, scratch=self._scratch)
-                    if type(wire) is bytes and len(wire) <= max_bytes
-                    else decode(wire, max_message_bytes=max_bytes)
-                )
-            except ProtocolError as error:
-                error = error if error.origin == "peer" else error.with_origin("peer")
-                answer = self._recover(wire, error)
-                if answer is None:
-                    raise error from None
-                return [answer]
-        else:
-            # A Message the caller decoded: validated as if it had arrived as
-            # its JSON (size included) and decoded from it (params the
-            # method's Struct); its schema violations are the peer's, values
-            # no JSON decoder produces the caller's own (local, unanswered).
-            assert isinstance(data, Request | Response | Notification)
-            try:
-                message = given_message(data, max_bytes)
-            except ProtocolError as error:
-                if error.origin == "local":
-                    raise
-                answer = self._recover(data, error)
-                if answer is None:
-                    raise error from None
-                return [answer]
+        max_bytes = self._max_bytes
+        wire = data if type(data) is bytes else wire_of(data, max_bytes)
+        message = read(wire, data, max_bytes, self._scratch)
         if type(message) is Request:
             return self._receive_request(message, wire, now)
         if type(message) is Response:
-            self._receive_response(message, wire, now)
+            self._requests.receive(message, wire, now)
             return []
-        assert type(message) is Notification
-        return self._receive_notification(message)
-
-    def _recover(
-        self, source: bytes | str | Message, error: ProtocolError
-    ) -> Outgoing | None:
-        """The error response to invalid input that still names a request
-        identity (so the peer's request does not wait for a timeout), or None.
-        Input that is too large, not UTF-8, not JSON or too deep is never
-        parsed again."""
-        if error.code in _UNRECOVERABLE:
-            return None
-        try:
-            # Only the identity members are built (msgspec skips the rest):
-            # a large invalid message is not parsed into objects twice.
-            term: Any = (
-                msgspec.structs.asdict(_IDENTITY_DECODER.decode(source))
-                if isinstance(source, bytes | str)
-                else msgspec.to_builtins(source)
-            )
-        except Exception:
-            return None
-        if not isinstance(term, dict) or term.get("type") != "request":
-            return None
-        id_, correlation_id = term.get("id"), term.get("correlation_id")
-        if not (is_id(id_) and is_id(correlation_id)):
-            return None
-        # Echo what the client will compare (its request carried valid ids
-        # there); whatever is itself invalid is left out.
-        echo = {
-            k: term[k]
-            for k in ("command_id", "causation_id", "project_ref", "task_ref")
-            if is_id(term.get(k))
-        }
-        if "task_ref" in echo and "project_ref" not in echo:
-            del echo["task_ref"]
-        assert isinstance(id_, str) and isinstance(correlation_id, str)
-        response = Response(
-            id=id_, correlation_id=correlation_id, error=error.to_wire(), **echo
-        )
-        try:
-            return self._out(response)
-        except ProtocolError:
-            return None
+        if type(message) is Notification:
+            return self._receive_notification(message)
+        # The error response to invalid input that names a request (the
+        # peer's request does not wait for a timeout).
+        assert type(message) is Outgoing
+        return [message]
 
     # -- incoming requests ------------------------------------------------------------
-
-    def _out(self, response: Response) -> Outgoing:
-        """A response the Server built itself (a refusal, the initialize
-        result, an error it substituted) with its validated bytes."""
-        return Outgoing(
-            response, encode(response, max_message_bytes=self._limits.max_message_bytes)
-        )
 
     def _receive_request(
         self, request: Request, wire: bytes | str | None, now: datetime | None
@@ -620,28 +369,27 @@ class Server(Stateful):
         # handler is not called; the same request again is handled again (the
         # host deduplicates by command_id). Remembered once, at first arrival.
         kept = self._seen.get(request.id)
-        if kept is not None:
-            if not same_content(kept, request, wire):
-                error = ProtocolError(
-                    ErrorCode.CONFLICT,
-                    "request id reused with different content",
-                    data={"id": request.id},
-                )
-                return [self._out(_error_response(request, error))]
+        if kept is not None and not same_content(kept, request, wire):
+            error = ProtocolError(
+                ErrorCode.CONFLICT,
+                "request id reused with different content",
+                data={"id": request.id},
+            )
+            return [to_send(error_response(request, error), self._max_bytes)]
         spec = METHODS[request.method]
         refusal = self._refusal(spec)
         # The Server's own answers are built (and sized) before the id is
         # remembered: one that cannot be sent changes nothing.
         answer: Outgoing | None = None
         if refusal is not None:
-            answer = self._out(_error_response(request, refusal))
+            answer = to_send(error_response(request, refusal), self._max_bytes)
         elif spec.group is None:
             answer = self._initialize(request)
         if kept is None:
             self._seen.add(request.id, content_key(request, wire))
         if answer is not None:
             return [answer]
-        return self._call_handler(request, now)
+        return self._dispatch.request(request, self._negotiated, now)
 
     def _refusal(self, spec: MethodSpec) -> ProtocolError | None:
         # connection/initialize is the one request of no group
@@ -651,221 +399,24 @@ class Server(Stateful):
         if activity is Activity.INITIALIZE:
             return None
         if spec.group not in self._negotiated:
-            return ProtocolError(
-                ErrorCode.UNSUPPORTED,
-                "the method's capability group was not negotiated",
-                data={"method": spec.name},
-            )
+            return _unsupported(spec.name, _NOT_NEGOTIATED)
         return None
 
     def _initialize(self, request: Request) -> Outgoing:
         try:
             version, supported = negotiate(request.params, self._capabilities)
         except ProtocolError as error:
-            return self._out(_error_response(request, error))
+            return to_send(error_response(request, error), self._max_bytes)
         result = InitializeResult(
             version=version,
             capabilities=supported,
             connection_id=self._connection_id,
             host_id=self._host_id,
         )
-        outgoing = self._out(response_to(request, result=result))
+        outgoing = to_send(response_to(request, result=result), self._max_bytes)
         self._move(Event.INITIALIZED)
         self._negotiated = frozenset(supported)
         return outgoing
-
-    def _call_handler(self, request: Request, now: datetime | None) -> list[Outgoing]:
-        response, wire, queued = self._handled(
-            request, RESPONSE_PLANS.get(request.method), now
-        )
-        answer = self._out(response) if wire is None else Outgoing(response, wire)
-        return [answer, *queued]
-
-    def _handled(
-        self,
-        request: Any,
-        plan: Plan | None,
-        now: datetime | None,
-    ) -> tuple[Response, bytes | None, list[Outgoing]]:
-        """Calls the handler: its response (carrying a decoded copy of the
-        handler's result, never the handler's own object), that response's
-        validated bytes (``None`` when it must be encoded: a substituted
-        internal error), and the notifications the handler emitted.
-
-        The handler's result must be a valid, bound result for this request
-        that fits in one message; otherwise the peer gets a fixed internal
-        error (the handler's bug is not the peer's business). Approving at or
-        after the deadline is answered with ``approval_expired``: that is a
-        fact about the request, not a bug. A typed error goes out as the
-        handler raised it when it is sendable (`_own_error`)."""
-        emitter = _Emitter()
-        emitter._build = self._builder
-        # The RequestContext (built here: one call less on every request); None for
-        # each absent optional field.
-        unset = UNSET
-        command_id = request.command_id
-        causation_id = request.causation_id
-        project_ref = request.project_ref
-        task_ref = request.task_ref
-        context = RequestContext(
-            id=request.id,
-            correlation_id=request.correlation_id,
-            method=request.method,
-            connection_id=self._connection_id,
-            capabilities=self._negotiated,
-            command_id=None if command_id is unset else command_id,
-            causation_id=None if causation_id is unset else causation_id,
-            project_ref=None if project_ref is unset else project_ref,
-            task_ref=None if task_ref is unset else task_ref,
-            _emit=emitter,
-        )
-        try:
-            outcome: Any = self._handler.handle_request(
-                request.method, request.params, context
-            )
-        except ProtocolError as error:
-            # What context.notify refused is the host's mistake, not a
-            # typed error the handler meant for the peer.
-            if _notify_refused(emitter, error):
-                return self._request_failed(request, error)
-            refusal, wire = self._own_error(request, error)
-            if refusal.error is _INTERNAL_WIRE:
-                return self._request_failed(request, error)
-            return refusal, wire, emitter
-        except Exception as error:
-            return self._request_failed(request, error)
-        finally:
-            emitter._build = None
-        response: Response | None = None
-        try:
-            proven = None if plan is None else proven_result(plan, request, outcome)
-            if proven is not None:
-                # The common case: the response's own bytes validated in one
-                # decode (see _replies.proven_result).
-                wire, typed = proven
-                result = typed.result
-            else:  # not the shortcut's case: the general check
-                result = decode_result(request.method, outcome)
-                response = response_to(request, result=result)
-                # The envelope echoes a validated request and decode_result
-                # validated the result: only the size is left to check.
-                wire = encode_unchecked(response)
-            # Every result carrying acceptance (event.receive, event.status).
-            if not self._durable and getattr(result, "acceptance", None) == "durable":
-                raise ProtocolError(
-                    ErrorCode.INVALID_RESULT,
-                    "acceptance durable from a Server not created with durable=True",
-                )
-            rule = RULES.get(request.method)
-            if rule is not None:
-                rule(request.params, result, now, "local")
-            if len(wire) > self._max_bytes:
-                raise ProtocolError(
-                    ErrorCode.MESSAGE_TOO_LARGE,
-                    "the response is too large to send",
-                    data={"bytes": len(wire), "max": self._max_bytes},
-                )
-        except ProtocolError as error:
-            if error.code == ErrorCode.APPROVAL_EXPIRED:
-                return _error_response(request, error), None, emitter
-            # The handler's own result: a local error whatever check found it.
-            local = error.with_origin("local").with_traceback(error.__traceback__)
-            return self._request_failed(request, local)
-        except Exception as error:
-            return self._request_failed(request, error)
-        if response is None:
-            # What the caller is handed must not share the handler's objects.
-            response = response_to(request, result=result)
-        return response, wire, emitter
-
-    def _request_failed(
-        self, request: Any, error: Exception
-    ) -> tuple[Response, None, list[Outgoing]]:
-        """What `_handled` returns for a failed ``handle_request``, reported
-        first: ``internal_error`` without the queued notifications (nothing
-        of a failed callback leaves the host)."""
-        self._report(
-            "handle_request", request.method, request.id, request.correlation_id, error
-        )
-        return _internal(request), None, []
-
-    def _report(
-        self,
-        callback: CallbackName,
-        method: str,
-        request_id: str | None,
-        correlation_id: str | None,
-        error: Exception,
-    ) -> None:
-        """Count, log and offer to the hook one failed callback. Only the
-        method and identities are logged, never params or results; a
-        raising hook is logged too, and changes nothing else."""
-        self._callback_failures += 1
-        ids = (method, request_id, correlation_id, self._connection_id)
-        _log.error("%s failed: " + _IDENTITY, callback, *ids, exc_info=error)
-        hook = self._on_callback_error
-        if hook is None:
-            return
-        failure = CallbackFailure(
-            callback=callback,
-            method=method,
-            connection_id=self._connection_id,
-            request_id=request_id,
-            correlation_id=correlation_id,
-            error=error,
-        )
-        try:
-            hook(failure)
-        except Exception as hook_error:
-            _log.error(
-                "on_callback_error raised while reporting a failed %s: " + _IDENTITY,
-                callback,
-                *ids,
-                exc_info=hook_error,
-            )
-
-    def _own_error(
-        self, request: Request, error: ProtocolError
-    ) -> tuple[Response, bytes | None]:
-        """The handler's typed error goes out as built, if it is sendable: a
-        defined code, object data, within the size bound."""
-        try:
-            if not isinstance(error.code, ErrorCode):
-                raise TypeError
-            if error.data is not None and not isinstance(error.data, dict):
-                raise TypeError
-            response = _error_response(request, error)
-            wire = encode(response, max_message_bytes=self._limits.max_message_bytes)
-        except Exception:
-            return _internal(request), None
-        return response, wire
-
-    # -- responses to server-initiated requests ---------------------------------------
-
-    def _receive_response(
-        self, response: Response, wire: bytes | str | None, now: datetime | None
-    ) -> None:
-        matched = self._outbox.match(response, wire, now)
-        if matched is DUPLICATE:
-            return  # an identical duplicate: suppressed
-        assert isinstance(matched, tuple)
-        entry, outcome, key = matched
-        self._outbox.settle(entry, outcome, key)
-        self._respond(entry.request, outcome)
-
-    def _respond(self, request: Request, outcome: Any) -> None:
-        try:
-            self._handler.handle_response(request, outcome)
-        except Exception as error:
-            # The request is settled either way (never delivered twice); the
-            # failure is reported, not lost (Server.callback_failures).
-            self._report(
-                "handle_response",
-                request.method,
-                request.id,
-                request.correlation_id,
-                error,
-            )
 
     # -- incoming notifications -------------------------------------------------------
 
@@ -873,85 +424,23 @@ class Server(Stateful):
         self._check(_EXCHANGE, notification.method, "peer")
         spec = METHODS[notification.method]
         if spec.group not in self._negotiated or not implements_notifications(
-            self._handler
+            self._dispatch.handler
         ):
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED,
+            raise _unsupported(
+                notification.method,
                 "this host does not accept this notification",
-                data={"method": notification.method},
-                origin="peer",
+                "peer",
             )
         # Cursor checks before the callback; processed only after it succeeded.
         if not self._positions.check(notification):
             return []  # already processed
-        emitter = _Emitter()
-        emitter._build = self._builder
-        context = NotificationContext(
-            method=notification.method,
-            connection_id=self._connection_id,
-            notification=notification,
-            capabilities=self._negotiated,
-            stream_id=_opt(notification.stream_id),
-            cursor=_opt(notification.cursor),
-            _emit=emitter,
-        )
-        try:
-            self._handler.handle_notification(
-                notification.method, notification.params, context
-            )
-        except ProtocolError as error:
-            if _notify_refused(emitter, error):
-                self._notification_failed(notification, error)
-            raise error.with_origin("local") from None
-        except Exception as exc:
-            self._notification_failed(notification, exc)
-            raise ProtocolError(ErrorCode.INTERNAL_ERROR, _NOTIFICATION_FAILED) from exc
-        finally:
-            emitter._build = None
+        emitted = self._dispatch.notification(notification, self._negotiated)
         stream_id, cursor = notification.stream_id, notification.cursor
         if stream_id is not UNSET and cursor is not UNSET:
             self._positions.mark(stream_id, cursor)
-        return list(emitter)
-
-    def _notification_failed(
-        self, notification: Notification, error: Exception
-    ) -> None:
-        self._report(
-            "handle_notification",
-            notification.method,
-            None,
-            _opt(notification.correlation_id),
-            error,
-        )
+        return emitted
 
     # -- outgoing -----------------------------------------------------------------------
-
-    def _build_notification(
-        self,
-        method: str,
-        params: Any,
-        *,
-        stream_id: str | None = None,
-        cursor: int | None = None,
-        correlation_id: str | None = None,
-        causation_id: str | None = None,
-        project_ref: str | None = None,
-        task_ref: str | None = None,
-    ) -> Outgoing:
-        self._check(_EXCHANGE, "a notification")
-        return notification_to_send(
-            method,
-            params,
-            self._negotiated,
-            self._limits.max_message_bytes,
-            only_from="client",
-            stream_id=stream_id,
-            cursor=cursor,
-            correlation_id=correlation_id,
-            causation_id=causation_id,
-            project_ref=project_ref,
-            task_ref=task_ref,
-        )
 
     def notify(
         self,
@@ -985,9 +474,13 @@ class Server(Stateful):
                 ``unknown_field``, ``unpaired_stream_position``, ...),
                 ``message_too_large``.
         """
-        return self._build_notification(
+        self._check(_EXCHANGE, "a notification")
+        return notification_to_send(
             method,
             params,
+            self._negotiated,
+            self._max_bytes,
+            only_from="client",
             stream_id=stream_id,
             cursor=cursor,
             correlation_id=correlation_id,
@@ -1035,52 +528,23 @@ class Server(Stateful):
                 Nothing is recorded then.
         """
         moment = monotonic(now)
-        if not implements_responses(self._handler):
-            raise ProtocolError(
-                ErrorCode.NO_RESPONSE_CALLBACK,
-                "the handler does not implement handle_response",
-            )
+        self._dispatch.check_responses()
         self._check(_EXCHANGE, "a request")
-        spec = METHODS.get(method) if isinstance(method, str) else None
-        if spec is None or spec.kind != "request":
-            spec = method_spec("method", method, "request")
+        spec = method_spec("method", method, "request")
         if spec.group is not None and spec.group not in self._negotiated:
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED,
-                "the method's capability group was not negotiated",
-                data={"method": method},
-            )
+            raise _unsupported(method, _NOT_NEGOTIATED)
         if spec.group is None or spec.direction == "client" or spec.mutation:
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED,
-                "a Server does not send this method",
-                data={"method": method},
-            )
-        converted = params_of(method, params, "params")
-        outbox = self._outbox
-        request_id, counter = outbox.next_id(id, False)
-        request = Request(
-            id=request_id,
-            correlation_id=request_id if correlation_id is None else correlation_id,
-            method=method,
-            params=converted,
-            causation_id=_unset(causation_id),
-            project_ref=_unset(project_ref),
-            task_ref=_unset(task_ref),
+            raise _unsupported(method, "a Server does not send this method")
+        return self._requests.send(
+            method,
+            params,
+            moment,
+            id,
+            correlation_id=correlation_id,
+            causation_id=causation_id,
+            project_ref=project_ref,
+            task_ref=task_ref,
         )
-        try:
-            wire = encode(request, max_message_bytes=self._limits.max_message_bytes)
-        except ProtocolError:
-            envelope_types(
-                correlation_id=correlation_id,
-                causation_id=causation_id,
-                project_ref=project_ref,
-                task_ref=task_ref,
-            )
-            raise
-        # -- no failure below this line --
-        outbox.put(request, False, moment, counter, id is not None)
-        return Outgoing(request, wire)
 
     # -- ending waits -------------------------------------------------------------------
 
@@ -1097,8 +561,7 @@ class Server(Stateful):
         """
         if now is None:
             raise TypeError("expected now to be a number of seconds, got: None")
-        moment = monotonic(now)
-        return self._abandon(self._outbox.expired_ids(moment), "timeout")
+        return self._requests.expire(monotonic(now))
 
     def disconnect(self) -> list[Request]:
         """The transport closed: every pending server-initiated request ends
@@ -1108,12 +571,4 @@ class Server(Stateful):
         Calling it again does nothing. A new connection needs a new Server
         (restore `positions` into it)."""
         self._move(Event.DISCONNECT)
-        return self._abandon(list(self._outbox.pending), "disconnect")
-
-    def _abandon(
-        self, ids: list[str], reason: Literal["disconnect", "timeout"]
-    ) -> list[Request]:
-        ended = self._outbox.abandon(ids, reason)
-        for request, error in ended:
-            self._respond(request, error)
-        return [request for request, _ in ended]
+        return self._requests.disconnect()
