@@ -1,5 +1,5 @@
-"""The bounded identity windows: exact newest-N semantics, bounded memory,
-and content comparison for duplicate-response suppression."""
+"""The bounded identity windows: exact newest-N semantics and bounded memory
+(what they remember of content: tests/test_content.py)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from samgita_protocol import decode
-from samgita_protocol._windows import (
-    INLINE_BYTES,
-    FifoWindow,
-    RecentIds,
-    canonical,
-    content_key,
-    same_content,
-)
+from samgita_protocol._windows import FifoWindow, RecentIds
 
 
 @given(
@@ -74,39 +66,3 @@ def test_fifo_window_evicts_the_oldest_and_deletes() -> None:
     copy = window.copy()
     window.clear()
     assert list(copy) == ["c"] and list(window) == []
-
-
-RESPONSE = (
-    b'{"schema_version":"1.0","type":"response","id":"c1-1","correlation_id":"c1-1",'
-    b'"result":{"request_id":"x","cancel_status":"requested"}}'
-)
-
-
-def test_content_key_keeps_small_wire_bytes_and_digests_large() -> None:
-    message = decode(RESPONSE)
-    assert content_key(message, RESPONSE) == ("wire", RESPONSE)
-    large = RESPONSE[:-1] + b" " * INLINE_BYTES + b"}"
-    tag, digest = content_key(decode(large), large)
-    assert tag == "digest" and isinstance(digest, bytes) and len(digest) == 16
-    assert content_key(message, None)[0] == "digest"
-
-
-def test_same_content_ignores_layout_but_not_values() -> None:
-    message = decode(RESPONSE)
-    reordered = (
-        b'{"result":{"cancel_status":"requested","request_id":"x"},"id":"c1-1",'
-        b'"correlation_id":"c1-1", "type":"response","schema_version":"1.0"}'
-    )
-    other = RESPONSE.replace(b"requested", b"already_finished")
-    for key in (content_key(message, RESPONSE), content_key(message, None)):
-        assert same_content(key, message, RESPONSE)
-        assert same_content(key, decode(reordered), reordered)
-        assert same_content(key, decode(reordered), None)
-        assert not same_content(key, decode(other), other)
-
-
-def test_canonical_keeps_number_forms() -> None:
-    one = b'{"schema_version":"1.0","type":"response","id":"a","correlation_id":"a","result":{"n":1}}'
-    assert canonical(decode(one)) != canonical(
-        decode(one.replace(b'"n":1', b'"n":1.0'))
-    )

@@ -36,7 +36,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ._codec import decode, decode_checked
+from ._codec import decode, decode_wire
+from ._content import ContentKey
 from ._contract import wall_clock
 from ._effects import Effect, ErrorReceived, NotificationReceived, ResponseReceived
 from ._errors import ErrorCode, ProtocolError
@@ -53,7 +54,6 @@ from ._resumes import Resumes, correlated_page, resume_digest
 from ._schema import SCHEMA_VERSION, Message, Notification, Request, Response
 from ._state import Activity, ConnectionState, Event, Role, Stateful
 from ._streams import ClientStreams
-from ._windows import ContentKey
 
 __all__ = ["Client"]
 
@@ -167,7 +167,7 @@ class Client(Stateful):
             request_timeout=limits.request_timeout,
             id_generator=id_generator,
         )
-        # The codec's re-encoding buffer and result types (see decode_checked),
+        # The codec's re-encoding buffer and result types (see decode_wire),
         # bound once.
         self._scratch = bytearray()
         self._results = self._outbox.pending_method
@@ -422,7 +422,7 @@ class Client(Stateful):
         if wire is None:  # data is a Message
             message = given_message(data, max_bytes)  # type: ignore[arg-type]
         elif type(wire) is bytes and len(wire) <= max_bytes:
-            message = decode_checked(wire, scratch=self._scratch, results=self._results)
+            message = decode_wire(wire, False, self._scratch, self._results)[0]
         else:
             try:
                 message = decode(wire, max_message_bytes=max_bytes)

@@ -164,7 +164,7 @@ def decode(
         and type(max_message_bytes) is int
         and 0 < len(data) <= max_message_bytes
     ):
-        return decode_checked(data)
+        return decode_wire(data)[0]
     if type(max_message_bytes) is not int or max_message_bytes < 1:
         _check_bound(max_message_bytes)
     if type(data) is bytes:
@@ -194,7 +194,7 @@ def decode(
         raise wrong_type("data", data, "bytes, bytearray, memoryview or str")
     if len(wire) > max_message_bytes:
         raise _too_large(len(wire), max_message_bytes, "peer")
-    return decode_checked(wire)
+    return decode_wire(wire)[0]
 
 
 _REQUEST_AT: Final = len(REQUEST_PREFIX)
@@ -245,21 +245,22 @@ def _plan_of(wire: bytes) -> Plan | None:
     return plan
 
 
-def decode_checked(
+def decode_wire(
     wire: bytes,
-    *,
     own_encoding: bool = False,
     scratch: bytearray | None = None,
     results: PendingMethod | None = None,
-) -> Message:
-    """``decode`` of bytes within the size bound (see the module
-    docstring). ``own_encoding`` is for ``encode`` only (see `_accept`);
-    ``scratch`` a buffer the caller owns and no other thread uses (a
-    connection's), for the re-encoding (no new bytes object per message).
-    ``results`` (a Client's) gives the method of the pending request an id
-    names: a result response to it is decoded by that method's result type
-    and carries the result Struct instead of ``msgspec.Raw`` (its contextual
-    rules are the caller's).
+) -> tuple[Message, bool]:
+    """``decode`` of bytes within the size bound (see the module docstring),
+    and whether ``wire`` is this library's own encoding of the message
+    (``ENCODER``'s, deterministic: then it is the message's canonical form
+    for a window of typed messages, see ``_content``). ``own_encoding`` is
+    for ``encode`` only (see `_accept`); ``scratch`` a buffer the caller
+    owns and no other thread uses (a connection's), for the re-encoding (no
+    new bytes object per message). ``results`` (a Client's) gives the
+    method of the pending request an id names: a result response to it is
+    decoded by that method's result type and carries the result Struct
+    instead of ``msgspec.Raw`` (its contextual rules are the caller's).
     """
     # The plan: chosen by the method's name (or a response's id) read from
     # the bytes when they start as this library writes them (the tag, which
@@ -277,16 +278,16 @@ def decode_checked(
             method = results(wire[at : wire.find(b'"', at)].decode("latin-1"))
             plan = None if method is None else RESPONSE_PLANS.get(method)
             if plan is not None:
-                message = _accept(wire, plan, own_encoding, scratch, results)
+                found = _accept(wire, plan, own_encoding, scratch, results)
                 # Otherwise the raw path decides (a result its schema
                 # refuses is the caller's invalid_result, not a decode error).
-                return message if message is not None else _other(wire, None)
+                return found if found is not None else (_other(wire, None), False)
     elif not wire.startswith(_RESPONSE_TAG):
         plan = _plan_of(wire)
     if plan is None:
-        return _other(wire, results)
-    message = _accept(wire, plan, own_encoding, scratch, results)
-    return message if message is not None else explain(wire)
+        return _other(wire, results), False
+    found = _accept(wire, plan, own_encoding, scratch, results)
+    return found if found is not None else (explain(wire), False)
 
 
 def _accept(
@@ -295,9 +296,10 @@ def _accept(
     own_encoding: bool,
     scratch: bytearray | None,
     results: PendingMethod | None,
-) -> Message | None:
+) -> tuple[Message, bool] | None:
     """The message of ``wire`` when ``plan``'s typed decode proves every
-    rule, or ``None`` (then the caller's general path names the violation).
+    rule, and whether ``wire`` is the message's own encoding; or ``None``
+    (then the caller's general path names the violation).
     """
     try:
         typed = plan.typed.decode(wire)
@@ -349,7 +351,7 @@ def _accept(
                 check_struct(getattr(typed, payload), "/" + payload, ascii_input)
         except ProtocolError:
             return None
-    return message
+    return message, same
 
 
 def _other(wire: bytes, results: PendingMethod | None) -> Message:
@@ -369,9 +371,9 @@ def _other(wire: bytes, results: PendingMethod | None) -> Message:
         method = results(envelope.id)
         plan = None if method is None else RESPONSE_PLANS.get(method)
         if plan is not None:
-            message = _accept(wire, plan, False, None, results)
-            if message is not None:
-                return message
+            found = _accept(wire, plan, False, None, results)
+            if found is not None:
+                return found[0]
     if envelope.task_ref is not UNSET and envelope.project_ref is UNSET:
         return explain(wire)
     return _response(wire, envelope)
@@ -506,7 +508,7 @@ def encode(
     # encode canonically (a user Struct or a dict could carry raw JSON).
     own = _STRUCT_FREE_FORM.get(type(getattr(message, "params", None))) is False
     try:
-        decoded = decode_checked(wire, own_encoding=own)
+        decoded = decode_wire(wire, own)[0]
     except ProtocolError as exc:
         raise exc.with_origin("local") from None
     # msgspec encodes some non-JSON values silently (int keys as strings,
@@ -527,7 +529,7 @@ def encode(
             # Something in the params is not what its type says (raw JSON
             # in a Struct field, say): the bytes are not canonical after all.
             try:
-                decode_checked(wire)
+                decode_wire(wire)
             except ProtocolError as exc:
                 raise exc.with_origin("local") from None
         problem = json_problem(message, "")

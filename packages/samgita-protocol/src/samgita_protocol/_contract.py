@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import msgspec
 
+from samgita_protocol._content import canonical
 from samgita_protocol._errors import ErrorCode, Origin, ProtocolError
 from samgita_protocol._params import (
     InitializeParams,
@@ -241,12 +242,9 @@ def _same_json(left: Any, right: Any) -> bool:
     if left != right:
         return False
     try:
-        return _SORTED.encode(left) == _SORTED.encode(right)
+        return canonical(left) == canonical(right)
     except (TypeError, ValueError):
         return False
-
-
-_SORTED: Final = msgspec.json.Encoder(order="sorted")
 
 
 def _approval(params: Any, result: Any, now: datetime | None, origin: Origin) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ._codec import decode, decode_checked
+from ._codec import decode, decode_wire
 from ._errors import ErrorCode, ProtocolError
 from ._given import given_message
 from ._options import is_id, wrong_type
@@ -83,13 +83,14 @@ def read(
     given: object,
     max_bytes: int,
     scratch: bytearray,
-) -> Message | Outgoing:
+) -> tuple[Message | Outgoing, bool]:
     """The message in ``wire`` (`wire_of` what the caller gave), or, when
     ``wire`` is ``None``, the `Message` ``given`` validated as if it had
     arrived as its JSON (size included) and decoded from it (params the
-    method's Struct). Invalid input that still names a request identity
-    gives the error response answering it instead. ``scratch`` is the
-    codec's re-encoding buffer (see ``decode_checked``).
+    method's Struct); and whether ``wire`` is the library's own encoding of
+    it (``decode_wire``: a window's key is then taken from it). Invalid
+    input that still names a request identity gives the error response
+    answering it instead. ``scratch`` is the codec's re-encoding buffer.
 
     Raises:
         ProtocolError: origin ``peer`` for invalid input that cannot be
@@ -100,21 +101,19 @@ def read(
         try:
             # Bytes within the bound go straight to the codec's fast path
             # (what decode does after its argument checks).
-            return (
-                decode_checked(wire, scratch=scratch)
-                if type(wire) is bytes and len(wire) <= max_bytes
-                else decode(wire, max_message_bytes=max_bytes)
-            )
+            if type(wire) is bytes and len(wire) <= max_bytes:
+                return decode_wire(wire, False, scratch)
+            return decode(wire, max_message_bytes=max_bytes), False
         except ProtocolError as error:
             peer = error if error.origin == "peer" else error.with_origin("peer")
-            return _answer(wire, peer, max_bytes)
+            return _answer(wire, peer, max_bytes), False
     assert isinstance(given, Request | Response | Notification)
     try:
-        return given_message(given, max_bytes)
+        return given_message(given, max_bytes), False
     except ProtocolError as error:
         if error.origin == "local":
             raise
-        return _answer(given, error, max_bytes)
+        return _answer(given, error, max_bytes), False
 
 
 def _answer(

@@ -21,6 +21,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from samgita_protocol._content import ContentKey, content_key, same_content
 from samgita_protocol._contract import check_echo, check_result, validate_result
 from samgita_protocol._errors import ErrorCode, ProtocolError
 from samgita_protocol._options import wrong_type
@@ -28,7 +29,7 @@ from samgita_protocol._schema import (
     Request,
     Response,
 )
-from samgita_protocol._windows import ContentKey, RecentIds, content_key, same_content
+from samgita_protocol._windows import RecentIds
 
 __all__ = ["DUPLICATE", "Outbox", "Pending", "limit_error"]
 

@@ -54,11 +54,20 @@ _WALK: Final = {
 # -- results and caller-built values ---------------------------------------------------------
 
 
+_INSERTION_ORDER: Final = msgspec.json.Encoder()
+
+
 def as_json(value: object, code: ErrorCode, what: str) -> bytes:
     """``value`` encoded to JSON for validation, or the error naming why it
     cannot be."""
     try:
-        return ENCODER.encode(value)
+        try:
+            return ENCODER.encode(value)
+        except TypeError:
+            # Keys the deterministic order cannot sort (an int beside a
+            # str): encoded in insertion order, for the caller's checks
+            # (``json_problem``) to name.
+            return _INSERTION_ORDER.encode(value)
     except UnicodeEncodeError:
         raise ProtocolError(
             ErrorCode.INVALID_UTF8, f"{what} holds a string that is not valid Unicode"

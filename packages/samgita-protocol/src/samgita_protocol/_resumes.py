@@ -11,27 +11,30 @@ from typing import Any
 
 import msgspec
 
+from ._content import digest
 from ._errors import ErrorCode, ProtocolError
 from ._options import wrong_type
 from ._params import StreamResumeResult
 from ._results import decode_result
 from ._schema import Response
-from ._windows import FifoWindow, content_digest
+from ._windows import FifoWindow
 
 __all__ = ["Resumes", "correlated_page", "resume_digest"]
 
 #: Correlated results by content digest.
-Resumes = FifoWindow[bytes, bool]
+Resumes = FifoWindow[int, bool]
 
 
-def resume_digest(result: Any) -> bytes:
-    """What `Resumes` keeps of a ``stream/resume`` result."""
-    return content_digest(msgspec.json.encode(result))
+def resume_digest(result: Any) -> int:
+    """What `Resumes` keeps of a ``stream/resume`` result (both sides of
+    the comparison are results the codec decoded, so their encodings
+    compare)."""
+    return digest(msgspec.json.encode(result))
 
 
 def correlated_page(
     resumes: Resumes, response_or_result: object
-) -> tuple[StreamResumeResult, bytes]:
+) -> tuple[StreamResumeResult, int]:
     """The page :meth:`Client.receive_replay` was given (the result, or the
     `Response` that carried it) and its digest in ``resumes``; nothing is
     taken (the caller deletes the digest once the page is ingested).

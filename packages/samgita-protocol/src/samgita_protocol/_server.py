@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ._content import ContentKey, content_key, same_content
 from ._contract import negotiate, wall_clock
 from ._dispatch import Dispatch, error_response
 from ._errors import ErrorCode, Origin, ProtocolError
@@ -38,11 +39,11 @@ from ._methods import CAPABILITY_GROUPS, METHODS, MethodSpec, method_spec
 from ._options import check_id, check_limits, known_names, monotonic
 from ._outgoing import Outgoing, notification_to_send, to_send
 from ._params import InitializeResult
+from ._positions import ServerPositions
 from ._schema import UNSET, Message, Notification, Request, Response, response_to
 from ._server_requests import ServerRequests
 from ._state import Activity, Event, Role, Stateful, refusal
-from ._streams import ServerPositions
-from ._windows import ContentKey, RecentIds, content_key, same_content
+from ._windows import RecentIds
 
 __all__ = ["Server"]
 
@@ -193,7 +194,7 @@ class Server(Stateful):
             "connection_id", connection_id
         ) or "conn-" + secrets.token_hex(12)
         self._max_bytes = limits.max_message_bytes
-        # The codec's re-encoding buffer (see decode_checked).
+        # The codec's re-encoding buffer (see decode_wire).
         self._scratch = bytearray()
         self._positions = ServerPositions(
             max_streams=limits.max_streams, positions=positions
@@ -347,9 +348,9 @@ class Server(Stateful):
         self._check(Activity.TRAFFIC, "receive()")
         max_bytes = self._max_bytes
         wire = data if type(data) is bytes else wire_of(data, max_bytes)
-        message = read(wire, data, max_bytes, self._scratch)
+        message, canonical = read(wire, data, max_bytes, self._scratch)
         if type(message) is Request:
-            return self._receive_request(message, wire, now)
+            return self._receive_request(message, wire, canonical, now)
         if type(message) is Response:
             self._requests.receive(message, wire, now)
             return []
@@ -363,13 +364,18 @@ class Server(Stateful):
     # -- incoming requests ------------------------------------------------------------
 
     def _receive_request(
-        self, request: Request, wire: bytes | str | None, now: datetime | None
+        self,
+        request: Request,
+        wire: bytes | str | None,
+        canonical: bool,
+        now: datetime | None,
     ) -> list[Outgoing]:
         # Identity reuse: the same id with other content is a conflict and the
         # handler is not called; the same request again is handled again (the
-        # host deduplicates by command_id). Remembered once, at first arrival.
+        # host deduplicates by command_id). Remembered once, at first arrival,
+        # in the typed form (a request's params are always its Struct).
         kept = self._seen.get(request.id)
-        if kept is not None and not same_content(kept, request, wire):
+        if kept is not None and not same_content(kept, request, wire, typed=True):
             error = ProtocolError(
                 ErrorCode.CONFLICT,
                 "request id reused with different content",
@@ -386,7 +392,10 @@ class Server(Stateful):
         elif spec.group is None:
             answer = self._initialize(request)
         if kept is None:
-            self._seen.add(request.id, content_key(request, wire))
+            self._seen.add(
+                request.id,
+                content_key(request, wire, typed=True, wire_canonical=canonical),
+            )
         if answer is not None:
             return [answer]
         return self._dispatch.request(request, self._negotiated, now)

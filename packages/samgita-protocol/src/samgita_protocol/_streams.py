@@ -1,153 +1,39 @@
-"""Stream positions of replayable notifications on the receiving side.
+"""A client's consumption of replayable notifications (private).
 
 :class:`ClientStreams` is the client's consumption state (one bounded buffer
 of undelivered notifications and, per stream, ``processed <= delivered <=
-received``); :class:`ServerPositions` the server's processed positions. Both
-are used by :class:`~samgita_protocol.Client` and
-:class:`~samgita_protocol.Server`; ``docs/protocol.md`` section 11 is the
-behaviour. Every method either completes or raises and leaves the object as
+received``), used by :class:`~samgita_protocol.Client` (the server's
+processed positions are ``_positions``); ``docs/protocol.md`` section 11 is
+the behaviour. Every method either completes or raises and leaves the object as
 it was.
 
-How content is retained for ``replay_conflict``: a received-but-unprocessed
-event whose wire form is at most :data:`INLINE_CONTENT_BYTES` (1 KiB) is kept
-by reference to its decoded :class:`Notification` (which the buffer holds
-anyway until it is drained, so keeping it costs nothing more); anything
-larger is kept as a 16-byte SHA-256 digest of its canonical encoding. Content
-is compared exactly and independently of key order and whitespace on the
-wire: both sides are re-encoded canonically (msgspec, sorted keys), so ``1``
-and ``1.0`` differ as they do on the wire. The retained content is therefore
-bounded by ``max_streams * max_stream_hashes`` entries of about 1 KiB of wire
-bytes each. The digest guards against accidental conflicts between
-authenticated peers; it is not a security boundary.
+How content is retained for ``replay_conflict``: as every window keeps it
+(``_content``): the wire bytes of an event of at most 1 KiB, a digest of its
+canonical form otherwise, compared exactly and independently of key order
+and whitespace on the wire.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
-import msgspec
 from msgspec import UNSET
 
+from ._content import ContentKey, content_key, same_content
 from ._errors import ErrorCode, ProtocolError
-from ._options import MAX_ID_BYTES, is_id, positive_int, wrong_type
+from ._options import (
+    DEFAULT_MAX_BUFFERED_NOTIFICATIONS,
+    DEFAULT_MAX_STREAM_HASHES,
+    DEFAULT_MAX_STREAMS,
+    positive_int,
+    wrong_type,
+)
+from ._positions import limit_exceeded, validate_positions
 from ._schema import Notification
-from ._windows import content_digest
 
-__all__ = [
-    "DEFAULT_MAX_BUFFERED_NOTIFICATIONS",
-    "DEFAULT_MAX_STREAM_HASHES",
-    "DEFAULT_MAX_STREAMS",
-    "INLINE_CONTENT_BYTES",
-    "ClientStreams",
-    "ServerPositions",
-    "StreamPosition",
-    "validate_positions",
-]
-
-#: Undelivered sequenced notifications a client buffers: one full
-#: ``stream/resume`` page, so a drained client can always ingest a page.
-DEFAULT_MAX_BUFFERED_NOTIFICATIONS: Final = 128
-
-#: Streams tracked per side; release finished ones with ``forget``.
-DEFAULT_MAX_STREAMS: Final = 64
-
-#: Per-stream retained content of received but unprocessed events (one page).
-DEFAULT_MAX_STREAM_HASHES: Final = 128
-
-#: Wire size up to which retained content is the decoded notification itself;
-#: larger events are kept as a digest so a delivered-but-unacknowledged large
-#: event is not held twice.
-INLINE_CONTENT_BYTES: Final = 1024
-
-# Canonical form for content comparison: struct fields and dict keys sorted,
-# so key order and whitespace on the wire do not matter.
-_CANONICAL: Final = msgspec.json.Encoder(order="sorted")
-
-_Content = Notification | bytes
-
-
-def _canonical(notification: Notification) -> bytes:
-    params = notification.params
-    if isinstance(params, msgspec.Raw):
-        # Still raw JSON (not read by its method's decoder): its bytes keep
-        # the wire's key order and whitespace, so compare its value instead.
-        notification = msgspec.structs.replace(
-            notification, params=msgspec.json.decode(params)
-        )
-    return _CANONICAL.encode(notification)
-
-
-def _digest(notification: Notification) -> bytes:
-    return content_digest(_canonical(notification))
-
-
-def _same_content(kept: _Content, notification: Notification) -> bool:
-    if kept is notification:
-        return True
-    if isinstance(kept, bytes):
-        return kept == _digest(notification)
-    return _canonical(kept) == _canonical(notification)
-
-
-def _wire_size(content: bytes | str) -> int:
-    if isinstance(content, bytes):
-        return len(content)
-    # str.isascii() is a flag check: only non-ASCII text is encoded to count.
-    return len(content) if content.isascii() else len(content.encode("utf-8"))
-
-
-def _content(notification: Notification, content: bytes | str | None) -> _Content:
-    if content is None:
-        size = len(_canonical(notification))
-    else:
-        size = _wire_size(content)
-    return notification if size <= INLINE_CONTENT_BYTES else _digest(notification)
-
-
-def _limit(name: str, maximum: int) -> ProtocolError:
-    return ProtocolError(
-        ErrorCode.LIMIT_EXCEEDED,
-        f"{name} ({maximum}) reached",
-        data={"limit": name, "max": maximum},
-    )
-
-
-def validate_positions(
-    name: str, positions: object, max_streams: int
-) -> dict[str, int]:
-    """Validate restored stream positions (client checkpoints, server positions).
-
-    ``positions`` must map stream ids (UTF-8 strings of 1 to 256 bytes) to
-    cursors ``>= 0``, at most ``max_streams`` of them. Returns a copy.
-
-    Raises:
-        TypeError: ``positions`` is not a mapping (the message names ``name``).
-        ValueError: a bad id or cursor, or more than ``max_streams`` streams.
-    """
-    if not isinstance(positions, Mapping):
-        raise wrong_type(name, positions, "a mapping from stream ids to cursors")
-    result: dict[str, int] = {}
-    for stream_id, cursor in positions.items():
-        if (
-            not is_id(stream_id)
-            or isinstance(cursor, bool)
-            or not isinstance(cursor, int)
-            or cursor < 0
-        ):
-            raise ValueError(
-                f"expected {name} to be a mapping from stream ids (UTF-8 strings "
-                f"of 1 to {MAX_ID_BYTES} bytes) to cursors >= 0, "
-                f"got entry: {stream_id!r}: {cursor!r}"
-            )
-        result[stream_id] = cursor
-    if len(result) > max_streams:
-        raise ValueError(
-            f"expected {name} to hold at most max_streams ({max_streams}) "
-            f"streams, got: {len(result)}"
-        )
-    return result
+__all__ = ["ClientStreams", "StreamPosition"]
 
 
 def _sequenced(notification: Notification) -> tuple[str, int]:
@@ -177,7 +63,7 @@ class _Stream:
         self.processed = cursor
         self.delivered = cursor
         self.received = cursor
-        self.retained: deque[_Content] = deque()
+        self.retained: deque[ContentKey] = deque()
 
     def copy(self) -> _Stream:
         other = _Stream(self.processed)
@@ -283,11 +169,16 @@ class ClientStreams:
         if stream is not None:
             return stream
         if len(self._streams) >= self._max_streams:
-            raise _limit("max_streams", self._max_streams)
+            raise limit_exceeded("max_streams", self._max_streams)
         return _Stream(0)
 
     def _duplicate(
-        self, stream_id: str, stream: _Stream, cursor: int, notification: Notification
+        self,
+        stream_id: str,
+        stream: _Stream,
+        cursor: int,
+        notification: Notification,
+        content: bytes | str | None,
     ) -> bool:
         # True for an ignored duplicate, False for the next cursor; raises
         # for a conflict or a gap.
@@ -295,7 +186,7 @@ class ClientStreams:
             return True
         if cursor <= stream.received:
             kept = stream.retained[cursor - stream.processed - 1]
-            if _same_content(kept, notification):
+            if same_content(kept, notification, content):
                 return True
             raise ProtocolError(
                 ErrorCode.REPLAY_CONFLICT,
@@ -326,9 +217,9 @@ class ClientStreams:
         content (identical: ignored duplicate; different:
         ``replay_conflict``); otherwise it must be exactly the next cursor
         after the received one. ``content`` is the wire form (bytes or
-        text) the notification was decoded from, when the caller has it:
-        only its UTF-8 length is used, to choose how content is retained
-        (without it the notification is re-encoded to measure it). On error
+        text) the notification was decoded from, when the caller has it: an
+        event of at most 1 KiB of it is retained by those bytes, anything
+        else by a digest of its canonical form (``_content``). On error
         nothing changed.
 
         Raises:
@@ -345,26 +236,23 @@ class ClientStreams:
             # The common case, the next cursor of a known stream, without
             # the duplicate and gap checks it cannot fail.
             if len(self._buffer) >= self._max_buffered:
-                raise _limit("max_buffered_notifications", self._max_buffered)
+                raise limit_exceeded("max_buffered_notifications", self._max_buffered)
             retained = stream.retained
             if len(retained) >= self._max_hashes:
-                raise _limit("max_stream_hashes", self._max_hashes)
-            if content is not None and _wire_size(content) <= INLINE_CONTENT_BYTES:
-                retained.append(notification)
-            else:
-                retained.append(_content(notification, content))
+                raise limit_exceeded("max_stream_hashes", self._max_hashes)
+            retained.append(content_key(notification, content))
             stream.received = cursor
             self._buffer.append((stream, cursor, notification))
             return True
         if stream is None:
             stream = self._stream(stream_id)
-        if self._duplicate(stream_id, stream, cursor, notification):
+        if self._duplicate(stream_id, stream, cursor, notification, content):
             return False
         if len(self._buffer) >= self._max_buffered:
-            raise _limit("max_buffered_notifications", self._max_buffered)
+            raise limit_exceeded("max_buffered_notifications", self._max_buffered)
         if len(stream.retained) >= self._max_hashes:
-            raise _limit("max_stream_hashes", self._max_hashes)
-        stream.retained.append(_content(notification, content))
+            raise limit_exceeded("max_stream_hashes", self._max_hashes)
+        stream.retained.append(content_key(notification, content))
         stream.received = cursor
         self._streams[stream_id] = stream
         self._buffer.append((stream, cursor, notification))
@@ -406,13 +294,13 @@ class ClientStreams:
         for event in events:
             cursor = event.cursor
             assert cursor is not UNSET
-            if self._duplicate(stream_id, stream, cursor, event):
+            if self._duplicate(stream_id, stream, cursor, event, None):
                 continue
             if len(fresh) >= room:
-                raise _limit("max_buffered_notifications", self._max_buffered)
+                raise limit_exceeded("max_buffered_notifications", self._max_buffered)
             if len(stream.retained) >= self._max_hashes:
-                raise _limit("max_stream_hashes", self._max_hashes)
-            stream.retained.append(_content(event, None))
+                raise limit_exceeded("max_stream_hashes", self._max_hashes)
+            stream.retained.append(content_key(event, None))
             stream.received = cursor
             fresh.append((existing, cursor, event))
         if fresh:
@@ -545,129 +433,4 @@ class ClientStreams:
         copies = {id(s): s.copy() for s in self._streams.values()}
         other._streams = {k: copies[id(s)] for k, s in self._streams.items()}
         other._buffer = deque((copies[id(s)], c, n) for s, c, n in self._buffer)
-        return other
-
-
-class ServerPositions:
-    """The server's processed positions of sequenced notifications from the peer.
-
-    The server answers each notification at once, so it retains nothing
-    received-but-unprocessed: :meth:`check` before the handler callback,
-    :meth:`mark` only after it succeeded (a failed callback leaves the
-    position, so the same cursor can be delivered again).
-
-    Args:
-        max_streams: streams tracked (restored positions included).
-        positions: from :meth:`positions`, to restore after a restart.
-
-    Raises:
-        TypeError, ValueError: a bad bound or bad ``positions`` (the
-            message names the option).
-    """
-
-    __slots__ = ("_max_streams", "_positions")
-
-    def __init__(
-        self,
-        *,
-        max_streams: int = DEFAULT_MAX_STREAMS,
-        positions: Mapping[str, int] | None = None,
-    ) -> None:
-        self._max_streams = positive_int("max_streams", max_streams)
-        self._positions: dict[str, int] = (
-            {}
-            if positions is None
-            else validate_positions("positions", positions, self._max_streams)
-        )
-
-    def __repr__(self) -> str:
-        return f"ServerPositions({self._positions!r})"
-
-    @property
-    def max_streams(self) -> int:
-        """The stream-count bound."""
-        return self._max_streams
-
-    def check(self, notification: Notification) -> bool:
-        """Whether to hand ``notification`` to the handler (changes nothing).
-
-        True for an unsequenced notification and for the next cursor of its
-        stream; False for an already processed cursor (ignore it).
-
-        Raises:
-            ProtocolError: ``cursor_gap`` (peer: a cursor was skipped or
-                reordered), ``limit_exceeded`` (a new stream over
-                ``max_streams``).
-        """
-        stream_id = notification.stream_id
-        cursor = notification.cursor
-        if stream_id is UNSET or cursor is UNSET:
-            return True
-        processed = self._positions.get(stream_id)
-        if processed is None:
-            if len(self._positions) >= self._max_streams:
-                raise _limit("max_streams", self._max_streams)
-            processed = 0
-        if cursor <= processed:
-            return False
-        if cursor != processed + 1:
-            raise ProtocolError(
-                ErrorCode.CURSOR_GAP,
-                "stream events were skipped or reordered",
-                data={
-                    "stream_id": stream_id,
-                    "expected": processed + 1,
-                    "cursor": cursor,
-                },
-                origin="peer",
-            )
-        return True
-
-    def mark(self, stream_id: str, cursor: int) -> None:
-        """Record ``cursor`` of ``stream_id`` as processed (after the callback succeeded).
-
-        Raises:
-            ProtocolError: ``invalid_cursor`` when ``cursor`` is not the next
-                cursor of the stream (:meth:`check` did not accept it),
-                ``limit_exceeded`` for a new stream over ``max_streams``.
-        """
-        processed = self._positions.get(stream_id)
-        if processed is None:
-            if len(self._positions) >= self._max_streams:
-                raise _limit("max_streams", self._max_streams)
-            processed = 0
-        if cursor != processed + 1:
-            raise ProtocolError(
-                ErrorCode.INVALID_CURSOR,
-                "only the next cursor of a stream can be marked processed",
-                data={
-                    "stream_id": stream_id,
-                    "expected": processed + 1,
-                    "cursor": cursor,
-                },
-            )
-        self._positions[stream_id] = cursor
-
-    def positions(self) -> dict[str, int]:
-        """The processed positions, to persist after each successful callback."""
-        return dict(self._positions)
-
-    def forget(self, stream_id: str) -> None:
-        """Release a finished stream; a later notification starts again at cursor 1.
-
-        The server holds no unprocessed events, so this always succeeds
-        (forgetting an unknown stream is a no-op).
-
-        Raises:
-            TypeError: ``stream_id`` is not a string.
-        """
-        if not isinstance(stream_id, str):
-            raise wrong_type("stream_id", stream_id, "a string")
-        self._positions.pop(stream_id, None)
-
-    def copy(self) -> ServerPositions:
-        """An independent copy."""
-        other = ServerPositions.__new__(ServerPositions)
-        other._max_streams = self._max_streams
-        other._positions = dict(self._positions)
         return other

@@ -372,7 +372,7 @@ class _Head(msgspec.Struct):
 
 
 HEAD_DECODER: Final = msgspec.json.Decoder(_Head)
-ENCODER: Final = msgspec.json.Encoder()
+ENCODER: Final = msgspec.json.Encoder(order="deterministic")
 
 _KINDS: Final = ("request", "response", "notification")
 

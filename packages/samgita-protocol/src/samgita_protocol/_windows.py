@@ -1,4 +1,4 @@
-"""Bounded identity windows and content keys (private).
+"""Bounded identity windows (private; what they keep of content: ``_content``).
 
 Two windows, both bounded by construction:
 
@@ -10,48 +10,17 @@ Two windows, both bounded by construction:
   be deleted (the Client's correlated ``stream/resume`` results waiting for
   ``receive_replay``).
 
-And the content keys those windows keep so that a repeated message can be
-told apart from a conflicting one (:func:`content_key`, :func:`same_content`):
-a message of at most :data:`INLINE_BYTES` wire bytes is kept by its bytes (a
-reference, nothing copied); anything larger, or a message handed in without
-its bytes, by a 16-byte SHA-256 digest of its canonical form. Both forms compare
-exact content, independent of key order and whitespace on the wire (``1`` and
-``1.0`` differ, as they do on the wire). The digest guards against accidental
-conflicts between authenticated peers; it is not a security boundary.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from typing import Final, Generic, TypeVar
 
-import msgspec
-
-from samgita_protocol._schema import (
-    Notification,
-    Request,
-)
-
-__all__ = [
-    "INLINE_BYTES",
-    "ContentKey",
-    "FifoWindow",
-    "RecentIds",
-    "canonical",
-    "content_digest",
-    "content_key",
-    "same_content",
-]
+__all__ = ["FifoWindow", "RecentIds"]
 
 K = TypeVar("K")
 V = TypeVar("V")
-
-#: Messages decoded from at most this many bytes are remembered by their wire
-#: bytes; larger ones by digest, so a window of ``max_completed`` entries
-#: (which holds at most twice that many in memory) keeps at most about
-#: ``2 * max_completed`` KiB of wire content.
-INLINE_BYTES: Final = 1024
 
 _MISSING: Final = object()
 
@@ -216,73 +185,3 @@ class FifoWindow(Generic[K, V]):
         other: FifoWindow[K, V] = FifoWindow(self._max)
         other._items = dict(self._items)
         return other
-
-
-# -- content keys --------------------------------------------------------------
-
-#: What a window keeps of a message: ``("wire", bytes_or_str)`` or
-#: ``("digest", bytes)``.
-ContentKey = tuple[str, "bytes | str"]
-
-_encode: Final = msgspec.json.encode
-_decode: Final = msgspec.json.decode
-
-
-def canonical(message: object) -> bytes:
-    """The canonical JSON of a Struct ``message`` (possibly holding
-    ``msgspec.Raw`` parts): every object's keys sorted, no whitespace.
-    Numbers keep their JSON form (``1`` and ``1.0`` differ)."""
-    return _encode(_decode(_encode(message)), order="sorted")
-
-
-def content_digest(data: bytes) -> bytes:
-    """The 16-byte digest every content window keeps of canonical bytes:
-    SHA-256 (hardware-accelerated through OpenSSL where the CPU has it:
-    twice as fast as BLAKE2b here, 0.66 ms per MiB), truncated."""
-    return hashlib.sha256(data).digest()[:16]
-
-
-def _digest(message: object) -> bytes:
-    return content_digest(canonical(message))
-
-
-def _decoded_digest(message: object) -> bytes:
-    """``_digest`` of a request or notification the codec decoded from bytes,
-    in one encode: such a message holds no ``msgspec.Raw`` (its params are
-    the method's Struct; only a response's result stays raw), and for a
-    value without raw parts msgspec's sorted encoding is exactly the
-    canonical form (the same strings, numbers and omitted fields; every
-    object's keys sorted, Struct fields and the tag included)."""
-    return content_digest(_encode(message, order="sorted"))
-
-
-_DECODED_WITHOUT_RAW: Final = (Request, Notification)
-
-
-def _digest_of(message: object, wire: bytes | str | None) -> bytes:
-    if wire is not None and type(message) in _DECODED_WITHOUT_RAW:
-        return _decoded_digest(message)
-    return _digest(message)
-
-
-def content_key(message: object, wire: bytes | str | None) -> ContentKey:
-    """What a bounded window remembers of ``message``, decoded from ``wire``
-    (``None`` when it was handed in without its bytes)."""
-    if wire is not None and len(wire) <= INLINE_BYTES:
-        return ("wire", wire)
-    return ("digest", _digest_of(message, wire))
-
-
-def same_content(key: ContentKey, message: object, wire: bytes | str | None) -> bool:
-    """True when ``message`` (decoded from ``wire``, or ``None``) has exactly
-    the content remembered as ``key``. The same bytes are the same content;
-    other bytes are decoded again and compared in canonical form (only a
-    repeated delivery pays for that)."""
-    tag, kept = key
-    if tag == "wire":
-        if wire is not None and type(wire) is type(kept) and wire == kept:
-            return True
-        from samgita_protocol._codec import decode  # noqa: PLC0415 (cycle)
-
-        return canonical(decode(kept)) == canonical(message)
-    return _digest_of(message, wire) == kept

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
+from ._content import canonical
 from ._errors import ErrorCode, ProtocolError
 from ._handler import Handler, NotificationContext, RequestContext
 from ._methods import (
@@ -111,11 +112,6 @@ __all__ = ["ALL_GROUPS", "FakeHost", "cost_ratio"]
 ALL_GROUPS: Final = tuple(CAPABILITY_GROUPS)
 
 _WORDS: Final = re.compile(r"\S+\s*")
-_CANONICAL: Final = msgspec.json.Encoder(order="sorted")
-
-
-def _canonical(value: Any) -> bytes:
-    return _CANONICAL.encode(value)
 
 
 def _not_found(what: str, **data: str) -> ProtocolError:
@@ -286,7 +282,7 @@ class FakeHost(Handler):
 
     @staticmethod
     def _original(event: Event) -> bytes:
-        return _canonical(msgspec.structs.replace(event, delivery_attempt_id="-"))
+        return canonical(msgspec.structs.replace(event, delivery_attempt_id="-"))
 
     def project_event_receive(
         self, params: EventReceiveParams, context: RequestContext
@@ -333,7 +329,7 @@ class FakeHost(Handler):
         if event_id not in self.events:
             raise _not_found("event", event_id=event_id)
         recorded = self.reports.get(event_id)
-        if recorded is not None and _canonical(recorded) != _canonical(params):
+        if recorded is not None and canonical(recorded) != canonical(params):
             raise ProtocolError(
                 ErrorCode.CONFLICT,
                 "a different report is already recorded for this event",
