@@ -97,7 +97,11 @@ def content_key(
     (``None`` when it was handed in without its bytes). ``typed``: the
     window's typed form; ``wire_canonical``: ``wire`` is that form
     (``decode_wire`` said so)."""
-    if wire is not None and _size(wire) <= INLINE_BYTES:
+    if wire is not None and (
+        len(wire) <= INLINE_BYTES
+        if type(wire) is bytes
+        else _size(wire) <= INLINE_BYTES
+    ):
         return ("wire", wire)
     if wire_canonical and typed and type(wire) is bytes:
         return ("digest", digest(wire))

@@ -68,6 +68,10 @@ class Event(enum.Enum):
 class Activity(enum.Enum):
     """What a caller or a peer asks a connection to do."""
 
+    # Members are singletons compared by identity: hashed in C (Enum's own
+    # __hash__ is a Python call, on every message's permission check).
+    __hash__ = object.__hash__
+
     INITIALIZE = "initialize"
     """Send (Client) or answer (Server) ``connection/initialize``."""
     EXCHANGE = "exchange"
