@@ -90,6 +90,7 @@ EXPECTED: dict[str, frozenset[str]] = {
             "ErrorReceived",
             "Handler",
             "NotificationReceived",
+            "NotificationContext",
             "RequestContext",
             "RequestReceived",
             "ResponseReceived",

@@ -12,13 +12,13 @@ from samgita_protocol import (
     Handler,
     ItemDeltaParams,
     Notification,
+    NotificationContext,
     ProtocolError,
     Request,
     RequestContext,
     request_methods,
 )
 from samgita_protocol._handler import (
-    NotificationContext,
     implements_notifications,
     implements_responses,
 )

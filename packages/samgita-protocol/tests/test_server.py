@@ -26,6 +26,7 @@ from samgita_protocol import (
     ItemDeltaParams,
     Message,
     Notification,
+    NotificationContext,
     Outgoing,
     ProtocolError,
     Request,
@@ -37,7 +38,6 @@ from samgita_protocol import (
     encode,
     request_methods,
 )
-from samgita_protocol._handler import NotificationContext
 from samgita_protocol.testing import FakeHost
 
 INTERNAL = {

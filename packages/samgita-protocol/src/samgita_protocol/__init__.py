@@ -15,7 +15,7 @@ from ._effects import (
     SendMessage,
 )
 from ._errors import ErrorCode, Origin, ProtocolError
-from ._handler import CallbackFailure, Handler, RequestContext
+from ._handler import CallbackFailure, Handler, NotificationContext, RequestContext
 from ._jsonscan import MAX_DEPTH
 from ._methods import (
     CAPABILITY_GROUPS,
@@ -170,6 +170,7 @@ __all__ = [
     # connection, host side (_handler, _server)
     "CallbackFailure",
     "Handler",
+    "NotificationContext",
     "RequestContext",
     "Server",
     # replay (_replay)

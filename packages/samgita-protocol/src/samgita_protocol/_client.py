@@ -36,20 +36,17 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ._codec import decode, decode_wire
 from ._content import ContentKey
 from ._contract import wall_clock
 from ._effects import Effect, ErrorReceived, NotificationReceived, ResponseReceived
 from ._errors import ErrorCode, ProtocolError
-from ._given import given_message
 from ._handshake import INITIALIZE, Handshake, check_offer, restored
 from ._inbox import Inbox
-from ._incoming import wire_of
+from ._incoming import received, wire_of
 from ._options import Limits, check_id, check_limits, monotonic, wrong_type
 from ._outbox import DUPLICATE, Outbox, Pending
 from ._outgoing import Outgoing, notification_to_send, request_to_send
 from ._params import StreamResumeResult
-from ._results import params_of
 from ._resumes import Resumes, correlated_page, resume_digest
 from ._schema import SCHEMA_VERSION, Message, Notification, Request, Response
 from ._state import Activity, ConnectionState, Event, Role, Stateful
@@ -299,22 +296,10 @@ class Client(Stateful):
         """
         # A finite float (now - now is nan for inf and nan) needs no checks.
         moment = now if type(now) is float and now - now == 0.0 else monotonic(now)
-        # The lanes: the methods sendable while ready, with their send plans.
         handshake = self._handshake
-        try:
-            plan = handshake.lanes.get(method)
-        except TypeError:  # unhashable: refused below
-            plan = None
-        converted: Any = params
-        if plan is None:  # connection/initialize, or refused
-            converted = handshake.initialize_params(method, params, self._state)
-            mutation = False
-        else:
-            mutation = plan.mutation
-            # A params Struct is validated with the envelope by encode
-            # (converting it first would validate it twice).
-            if type(params) is not plan.payload_type:
-                converted = params_of(method, params, "params")
+        converted, mutation, initialize = handshake.sendable(
+            method, params, self._state
+        )
         outbox = self._outbox
         request_id, counter = outbox.next_id(id, mutation)
         # Proves the envelope (command_id presence, refs, id lengths) and the
@@ -333,7 +318,7 @@ class Client(Stateful):
         # -- no failure below this line --
         request: Any = sent.message  # the Request request_to_send built
         outbox.put(request, mutation, moment, counter, id is not None)
-        if plan is None:  # connection/initialize
+        if initialize:
             handshake.offer = converted
             self._move(Event.SEND_INITIALIZE)
         return sent
@@ -414,21 +399,9 @@ class Client(Stateful):
         clock = None if now is None else wall_clock(now)
         self._check(_TRAFFIC, "receive()")
         max_bytes = self._max_bytes
-        # As a Server reads it (_incoming.wire_of): bytes within the bound
-        # take the codec's fast path (what decode does after its argument
-        # checks), with the result types of the pending requests; a
-        # decoded Message is validated as if it had arrived as its JSON.
+        # As a Server reads it, with the result types of the pending requests.
         wire = data if type(data) is bytes else wire_of(data, max_bytes)
-        if wire is None:  # data is a Message
-            message = given_message(data, max_bytes)  # type: ignore[arg-type]
-        elif type(wire) is bytes and len(wire) <= max_bytes:
-            message = decode_wire(wire, False, self._scratch, self._results)[0]
-        else:
-            try:
-                message = decode(wire, max_message_bytes=max_bytes)
-            except ProtocolError as exc:
-                # Every failure is the peer's.
-                raise exc if exc.origin == "peer" else exc.with_origin("peer") from None
+        message = received(wire, data, max_bytes, self._scratch, self._results)[0]
         if type(message) is Notification:
             if message.method not in self._handshake.notifications:
                 self._check(_EXCHANGE, message.method, "peer")
@@ -592,13 +565,7 @@ class Client(Stateful):
             TypeError: ``request_id`` or ``outcome`` is not a string.
             ValueError: ``outcome`` is neither ``"applied"`` nor ``"not_applied"``.
         """
-        if not isinstance(outcome, str):
-            raise wrong_type("outcome", outcome, "'applied' or 'not_applied'")
-        if outcome not in ("applied", "not_applied"):
-            raise ValueError(
-                f"expected outcome to be 'applied' or 'not_applied', got: {outcome!r}"
-            )
-        self._outbox.resolve(request_id)
+        self._outbox.resolve(request_id, outcome)
 
     # -- streams ------------------------------------------------------------------------
 

@@ -133,6 +133,28 @@ class Handshake:
         self.version: str | None = None
         self.connection_id: str | None = None
 
+    def sendable(
+        self, method: str, params: object, state: ConnectionState
+    ) -> tuple[Any, bool, bool]:
+        """A request to send, checked against what the connection allows:
+        its params (converted from a mapping; a params Struct is validated
+        with the envelope by encode, so it is not converted twice), whether
+        it is a mutation, and whether it is ``connection/initialize``.
+
+        Raises:
+            as `initialize_params` for a method outside the ``lanes``, and
+            the params' own codes (`params_of`).
+        """
+        try:
+            plan = self.lanes.get(method)
+        except TypeError:  # unhashable: refused below
+            plan = None
+        if plan is None:  # connection/initialize, or refused
+            return self.initialize_params(method, params, state), False, True
+        if type(params) is plan.payload_type:
+            return params, plan.mutation, False
+        return params_of(method, params, "params"), plan.mutation, False
+
     def initialize_params(
         self, method: str, params: object, state: ConnectionState
     ) -> InitializeParams:

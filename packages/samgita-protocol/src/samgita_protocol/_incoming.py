@@ -1,10 +1,10 @@
-"""What a `Server` reads: one message from the peer, decoded and validated.
+"""What either side reads: one message from the peer, decoded and validated.
 
-`wire_of` turns what ``Server.receive`` was given into the bytes (or text)
-to decode; `read` decodes them (or validates a `Message` the caller decoded
-itself, as if it had arrived as its JSON) and, for invalid input that still
-names a request identity, builds the error response that answers it, so
-the peer's request does not wait for a timeout.
+`wire_of` turns what ``receive`` was given into the bytes (or text) to
+decode; `received` decodes them (or validates a `Message` the caller
+decoded itself, as if it had arrived as its JSON); `read`, a Server's,
+builds the error response that answers invalid input still naming a
+request identity, so the peer's request does not wait for a timeout.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import Any, Final
 
 import msgspec
 
-from ._codec import decode, decode_wire
+from ._codec import PendingMethod, decode, decode_wire
 from ._errors import ErrorCode, ProtocolError
 from ._given import given_message
 from ._options import is_id, wrong_type
 from ._outgoing import Outgoing, to_send
 from ._schema import Message, Notification, Request, Response
 
-__all__ = ["read", "wire_of"]
+__all__ = ["read", "received", "wire_of"]
 
 #: The envelope members a response echoes from its request (each when its
 #: request carried it), besides ``id`` and ``correlation_id``.
@@ -78,42 +78,65 @@ def wire_of(data: object, max_bytes: int) -> bytes | str | None:
     raise wrong_type("data", data, "bytes, bytearray, memoryview, str or a Message")
 
 
+def received(
+    wire: bytes | str | None,
+    given: object,
+    max_bytes: int,
+    scratch: bytearray,
+    results: PendingMethod | None = None,
+) -> tuple[Message, bool]:
+    """The message in ``wire`` (`wire_of` what the caller gave), or, when
+    ``wire`` is ``None``, the `Message` ``given`` validated as if it had
+    arrived as its JSON (size included) and decoded from it (params the
+    method's Struct); and whether ``wire`` is the library's own encoding of
+    it (``decode_wire``: a window's key is then taken from it).
+    ``scratch`` is the codec's re-encoding buffer, ``results`` a Client's
+    pending-request methods (see ``decode_wire``).
+
+    Raises:
+        ProtocolError: origin ``peer`` for invalid input; for a given
+            `Message`, origin ``local`` when it holds values no JSON decoder
+            produces (the caller's own).
+    """
+    if wire is None:
+        assert isinstance(given, Request | Response | Notification)
+        return given_message(given, max_bytes), False
+    try:
+        # Bytes within the bound go straight to the codec's fast path
+        # (what decode does after its argument checks).
+        if type(wire) is bytes and len(wire) <= max_bytes:
+            return decode_wire(wire, False, scratch, results)
+        return decode(wire, max_message_bytes=max_bytes), False
+    except ProtocolError as error:
+        # Every failure of the peer's bytes is the peer's.
+        if error.origin == "peer":
+            raise
+        raise error.with_origin("peer") from None
+
+
 def read(
     wire: bytes | str | None,
     given: object,
     max_bytes: int,
     scratch: bytearray,
 ) -> tuple[Message | Outgoing, bool]:
-    """The message in ``wire`` (`wire_of` what the caller gave), or, when
-    ``wire`` is ``None``, the `Message` ``given`` validated as if it had
-    arrived as its JSON (size included) and decoded from it (params the
-    method's Struct); and whether ``wire`` is the library's own encoding of
-    it (``decode_wire``: a window's key is then taken from it). Invalid
-    input that still names a request identity gives the error response
-    answering it instead. ``scratch`` is the codec's re-encoding buffer.
+    """`received`, for a Server: invalid input that still names a request
+    identity gives the error response answering it instead (its request
+    must not wait for a timeout).
 
     Raises:
         ProtocolError: origin ``peer`` for invalid input that cannot be
             answered; origin ``local`` for a given `Message` holding values
             no JSON decoder produces (the caller's own, unanswered).
     """
-    if wire is not None:
-        try:
-            # Bytes within the bound go straight to the codec's fast path
-            # (what decode does after its argument checks).
-            if type(wire) is bytes and len(wire) <= max_bytes:
-                return decode_wire(wire, False, scratch)
-            return decode(wire, max_message_bytes=max_bytes), False
-        except ProtocolError as error:
-            peer = error if error.origin == "peer" else error.with_origin("peer")
-            return _answer(wire, peer, max_bytes), False
-    assert isinstance(given, Request | Response | Notification)
     try:
-        return given_message(given, max_bytes), False
+        return received(wire, given, max_bytes, scratch)
     except ProtocolError as error:
         if error.origin == "local":
             raise
-        return _answer(given, error, max_bytes), False
+        source = wire if wire is not None else given
+        assert isinstance(source, bytes | str | Request | Response | Notification)
+        return _answer(source, error, max_bytes), False
 
 
 def _answer(

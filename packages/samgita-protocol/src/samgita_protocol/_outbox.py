@@ -376,13 +376,22 @@ class Outbox:
         self._id_prefix = f"{self._prefix}{self._generation}-"
         self._counter = 0
 
-    def resolve(self, request_id: str) -> None:
-        """Clears an uncertain command.
+    def resolve(self, request_id: str, outcome: str) -> None:
+        """Clears an uncertain command whose ``outcome`` (``"applied"`` or
+        ``"not_applied"``) was established.
 
         Raises:
-            TypeError: ``request_id`` is not a string.
+            TypeError: ``outcome`` or ``request_id`` is not a string.
+            ValueError: ``outcome`` is neither ``"applied"`` nor
+                ``"not_applied"``.
             ProtocolError: ``unknown_uncertain``.
         """
+        if not isinstance(outcome, str):
+            raise wrong_type("outcome", outcome, "'applied' or 'not_applied'")
+        if outcome not in ("applied", "not_applied"):
+            raise ValueError(
+                f"expected outcome to be 'applied' or 'not_applied', got: {outcome!r}"
+            )
         if not isinstance(request_id, str):
             raise wrong_type("request_id", request_id, "a string")
         if request_id not in self.uncertain:
