@@ -5,7 +5,6 @@ connection's answer to bytes against its answer to the decoded message."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +12,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import strategies as st
 
 from helpers import EVENT, ConnectionPair
 from samgita_protocol import (
@@ -71,61 +69,6 @@ def _general(method: str, wire: bytes) -> tuple[Response, Any]:
     message = decode(wire)
     assert isinstance(message, Response)
     return message, decode_result(method, message.result)
-
-
-def _same_envelope(typed: Any, general: Response) -> None:
-    """The typed envelope has every field of the general path's response
-    (the result typed) and that response has no error."""
-    fields = [f for f in msgspec.structs.fields(Response) if f.name != "error"]
-    assert [f.name for f in msgspec.structs.fields(type(typed))] == [
-        f.name for f in fields
-    ]
-    for field in fields:
-        if field.name != "result":
-            assert getattr(typed, field.name) == getattr(general, field.name)
-    assert general.error is msgspec.UNSET
-
-
-def _envelope_mutations(wire: bytes, container: str) -> list[bytes]:
-    """Mutations of a message in this library's encoding that any typed
-    shortcut must refuse or read as decode does; ``container`` is the
-    member holding the method's Struct (``params`` or ``result``)."""
-    value = json.loads(wire)
-    text = wire.decode()
-    at = f'"{container}":{{'
-    return [
-        # a repeated key inside the container; a missing schema_version
-        # (decoding would fill in the default); an extra field
-        text.replace(at, at + '"x":1,"x":2,', 1).encode(),
-        text.replace('"schema_version":"1.0",', "").encode(),
-        text[:-1].encode() + b',"extra":1}',
-        # the same content in another order or spelling
-        json.dumps(value, sort_keys=True).encode(),
-        json.dumps(value, indent=1).encode(),
-        text.replace("/", "\\/", 1).encode(),
-        # task_ref without project_ref, a wrong version
-        text[:-1].encode() + b',"task_ref":"t"}',
-        text.replace('"1.0"', '"2.0"', 1).encode(),
-        # deep free-form JSON, truncation
-        text.replace(at, at + '"x":' + "[" * 40 + "]" * 40 + ",", 1).encode(),
-        wire[:-1],
-    ]
-
-
-def _mutations(wire: bytes) -> list[bytes]:
-    text = wire.decode()
-    return [
-        *_envelope_mutations(wire, "result"),
-        # a repeated key at the top
-        ('{"id":"zz",' + text[1:]).encode(),
-        # an error beside the result
-        text[:-1].encode() + b',"error":{"code":"internal_error","message":"m"}}',
-        text.replace('"id":"', '"id":"\\u00e9', 1).encode(),
-        # task_ref without project_ref, before the result
-        text.replace('"result":', '"task_ref":"t","result":', 1).encode(),
-        # an empty id
-        text.replace('"correlation_id":"', '"correlation_id":"" ,"x":"', 1).encode(),
-    ]
 
 
 def _checked(method: str, value: Any) -> Any | None:
@@ -216,45 +159,6 @@ def test_a_server_sends_exactly_the_bytes_encode_gives_each_message() -> None:
     assert len(sent) == 2  # the response and the thread/started it emitted
     assert [out.data for out in sent] == [encode(out.message) for out in sent]
 
-
-_SPLICES = [
-    b"",
-    b'"',
-    b"\\",
-    b"\\u00e9",
-    b":",
-    b",",
-    b"{",
-    b"}",
-    b"[",
-    b"]",
-    b" ",
-    b"1",
-    b"x",
-]
-
-Edits = list[tuple[int, int, bytes]]
-
-#: Up to three splices: (where, how many bytes cut, what is put in).
-EDITS = st.lists(
-    st.tuples(
-        st.integers(min_value=0, max_value=600),
-        st.integers(min_value=0, max_value=3),
-        st.sampled_from(_SPLICES),
-    ),
-    min_size=1,
-    max_size=3,
-)
-
-
-def _spliced(wire: bytes, edits: Edits) -> bytes:
-    for at, cut, splice in edits:
-        at = min(at, len(wire))
-        wire = wire[:at] + splice + wire[at + cut :]
-    return wire
-
-
-# -- every built message against encode --------------------------------------------
 
 _FIXTURES = Path(__file__).parent / "schemas" / "1.0" / "fixtures" / "accepted"
 
