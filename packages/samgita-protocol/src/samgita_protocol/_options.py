@@ -154,11 +154,7 @@ def check_id(name: str, value: object, *, optional: bool = True) -> str | None:
         return None
     if not isinstance(value, str):
         raise wrong_type(name, value, "a string")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        size = 0
-    if not 1 <= size <= MAX_ID_BYTES:
+    if not is_id(value):
         raise ValueError(
             f"expected {name} to be a UTF-8 string of 1 to {MAX_ID_BYTES} bytes, got: {value!r}"
         )
