@@ -23,15 +23,6 @@ from samgita_protocol._schema import (
     Response,
 )
 
-__all__ = [
-    "Effect",
-    "ErrorReceived",
-    "NotificationReceived",
-    "RequestReceived",
-    "ResponseReceived",
-    "SendMessage",
-]
-
 
 class ResponseReceived(msgspec.Struct, frozen=True):
     """A pending request got a valid result.

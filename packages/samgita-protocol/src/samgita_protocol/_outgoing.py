@@ -14,7 +14,7 @@ from its converted params and envelope keywords the same way.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET
@@ -34,6 +34,18 @@ from ._schema import (
 )
 
 __all__ = ["Outgoing", "notification_to_send", "request_to_send", "to_send"]
+
+#: The envelope keywords of a message a caller builds, in the order a
+#: wrong type is named.
+_ENVELOPE: Final = (
+    "stream_id",
+    "cursor",
+    "correlation_id",
+    "causation_id",
+    "command_id",
+    "project_ref",
+    "task_ref",
+)
 
 
 class Outgoing(msgspec.Struct, frozen=True):
@@ -103,14 +115,7 @@ def notification_to_send(
     try:
         wire = encode(notification, max_message_bytes=max_bytes)
     except ProtocolError:
-        envelope_types(
-            stream_id=stream_id,
-            cursor=cursor,
-            correlation_id=correlation_id,
-            causation_id=causation_id,
-            project_ref=project_ref,
-            task_ref=task_ref,
-        )
+        _name_wrong_envelope(notification)
         raise
     return Outgoing(notification, wire)
 
@@ -151,15 +156,23 @@ def request_to_send(
     try:
         wire = encode(request, max_message_bytes=max_bytes)
     except ProtocolError:
-        envelope_types(
-            correlation_id=correlation_id,
-            causation_id=causation_id,
-            command_id=command_id,
-            project_ref=project_ref,
-            task_ref=task_ref,
-        )
+        _name_wrong_envelope(request)
         raise
     return Outgoing(request, wire)
+
+
+def _name_wrong_envelope(message: Request | Notification) -> None:
+    """Called once ``encode`` refused ``message``: the ``TypeError`` naming
+    its first envelope keyword of the wrong type (``envelope_types``), if
+    any, before the schema's code for it. An absent keyword (``None``) is
+    ``UNSET`` in the message."""
+    envelope_types(
+        **{
+            name: value
+            for name in _ENVELOPE
+            if (value := getattr(message, name, UNSET)) is not UNSET
+        }
+    )
 
 
 def to_send(message: Message, max_bytes: int) -> Outgoing:

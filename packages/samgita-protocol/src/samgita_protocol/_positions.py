@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from msgspec import UNSET
 
-from ._errors import ErrorCode, ProtocolError
+from ._errors import ErrorCode, Origin, ProtocolError
 from ._options import DEFAULT_MAX_STREAMS, MAX_ID_BYTES, is_id, positive_int, wrong_type
 from ._schema import Notification
 
@@ -62,6 +62,23 @@ def validate_positions(
             f"streams, got: {len(result)}"
         )
     return result
+
+
+def _not_next(
+    code: ErrorCode,
+    message: str,
+    stream_id: str,
+    processed: int,
+    cursor: int,
+    origin: Origin,
+) -> ProtocolError:
+    """The error for a ``cursor`` that is not the next of ``stream_id``."""
+    return ProtocolError(
+        code,
+        message,
+        data={"stream_id": stream_id, "expected": processed + 1, "cursor": cursor},
+        origin=origin,
+    )
 
 
 class ServerPositions:
@@ -137,15 +154,13 @@ class ServerPositions:
         if cursor <= processed:
             return False
         if cursor != processed + 1:
-            raise ProtocolError(
+            raise _not_next(
                 ErrorCode.CURSOR_GAP,
                 "stream events were skipped or reordered",
-                data={
-                    "stream_id": stream_id,
-                    "expected": processed + 1,
-                    "cursor": cursor,
-                },
-                origin="peer",
+                stream_id,
+                processed,
+                cursor,
+                "peer",
             )
         return True
 
@@ -159,14 +174,13 @@ class ServerPositions:
         """
         processed = self._processed(stream_id)
         if cursor != processed + 1:
-            raise ProtocolError(
+            raise _not_next(
                 ErrorCode.INVALID_CURSOR,
                 "only the next cursor of a stream can be marked processed",
-                data={
-                    "stream_id": stream_id,
-                    "expected": processed + 1,
-                    "cursor": cursor,
-                },
+                stream_id,
+                processed,
+                cursor,
+                "local",
             )
         self._positions[stream_id] = cursor
 
