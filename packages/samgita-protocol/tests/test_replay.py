@@ -19,7 +19,7 @@ from samgita_protocol import (
     StreamResumeResult,
     encode,
 )
-from samgita_protocol._replay import PAGE_SIZE
+from samgita_protocol._params import PAGE_SIZE
 
 
 def delta(i: int, stream: str | None = None, text: str | None = None) -> Notification:

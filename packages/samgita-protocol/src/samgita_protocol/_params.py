@@ -6,7 +6,7 @@ one list of them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from msgspec import UNSET, Meta, UnsetType
 
@@ -237,6 +237,11 @@ class StreamResumeParams(WireStruct, frozen=True, kw_only=True):
     cursor: Cursor
 
 
+#: The most events a ``stream/resume`` page carries (its ``maxItems``; a
+#: `Replay` page).
+PAGE_SIZE: Final = 128
+
+
 class StreamResumeResult(WireStruct, frozen=True, kw_only=True):
     """``stream/resume`` result: up to 128 complete notification envelopes
     after the requested cursor; ``cursor`` is the last event's (or the
@@ -244,7 +249,7 @@ class StreamResumeResult(WireStruct, frozen=True, kw_only=True):
 
     stream_id: Id
     cursor: Cursor
-    events: Annotated[list[Notification], Meta(min_length=0, max_length=128)]
+    events: Annotated[list[Notification], Meta(min_length=0, max_length=PAGE_SIZE)]
     has_more: bool
 
 

@@ -18,14 +18,10 @@ from ._codec import encode
 from ._errors import ErrorCode, ProtocolError
 from ._options import DEFAULT_MAX_MESSAGE_BYTES, check_id, positive_int, wrong_type
 from ._outgoing import Outgoing
-from ._params import StreamResumeResult
+from ._params import PAGE_SIZE, StreamResumeResult
 from ._schema import Notification
 
-__all__ = ["PAGE_OVERHEAD", "PAGE_SIZE", "Replay"]
-
-#: Events per ``since`` page; also the ``maxItems`` of a ``stream/resume``
-#: result's ``events``.
-PAGE_SIZE: Final = 128
+__all__ = ["PAGE_OVERHEAD", "Replay"]
 
 #: Bytes a ``stream/resume`` response needs besides its events' own
 #: encodings, at worst: the envelope with every identity and ref at 256
