@@ -29,13 +29,13 @@ from ._handler import (
     _closed_emitter,
     implements_responses,
 )
-from ._outgoing import Outgoing, to_send
+from ._outgoing import Outgoing, error_response, to_send
 from ._plans import RESPONSE_PLANS
 from ._replies import proven_result
 from ._results import decode_result
 from ._schema import UNSET, Notification, Request, Response, response_to
 
-__all__ = ["Dispatch", "error_response"]
+__all__ = ["Dispatch"]
 
 #: Where a failed handler callback is logged (ERROR, with its traceback),
 #: and what of it is logged: the method and identities, never params or
@@ -51,11 +51,6 @@ _NOTIFICATION_FAILED: Final = "the host failed to handle the notification"
 _INTERNAL_WIRE: Final = ProtocolError(
     ErrorCode.INTERNAL_ERROR, _REQUEST_FAILED
 ).to_wire()
-
-
-def error_response(request: Request, error: ProtocolError) -> Response:
-    """The response answering ``request`` with ``error``."""
-    return response_to(request, error=error.to_wire())
 
 
 class _Emitter(list[Outgoing]):

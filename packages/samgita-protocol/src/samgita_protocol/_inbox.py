@@ -18,7 +18,7 @@ from ._errors import ErrorCode, ProtocolError
 from ._methods import METHODS
 from ._options import wrong_type
 from ._outbox import limit_error
-from ._outgoing import Outgoing, to_send
+from ._outgoing import Outgoing, error_response, to_send
 from ._schema import Request, Response, response_to
 from ._state import Activity, ConnectionState, Role, refusal
 
@@ -54,7 +54,7 @@ class Inbox:
         cannot fail."""
         problem = self._refusal(request, state, negotiated)
         if problem is not None:
-            response = response_to(request, error=problem.to_wire())
+            response = error_response(request, problem)
             return [SendMessage(response, to_send(response, self._max_bytes).data)]
         self.requests[request.id] = request
         return [RequestReceived(request)]
@@ -109,7 +109,7 @@ class Inbox:
                 ``message_too_large``. Nothing changed.
         """
         pending = self._pending(request)
-        return self._answer(response_to(pending, error=error.to_wire()))
+        return self._answer(error_response(pending, error))
 
     def _pending(self, request: object) -> Request:
         if not isinstance(request, Request):

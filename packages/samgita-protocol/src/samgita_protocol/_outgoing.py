@@ -27,13 +27,15 @@ from ._methods import (
 )
 from ._options import envelope_types
 from ._results import params_of
-from ._schema import (
-    Message,
-    Notification,
-    Request,
-)
+from ._schema import Message, Notification, Request, Response, response_to
 
-__all__ = ["Outgoing", "notification_to_send", "request_to_send", "to_send"]
+__all__ = [
+    "Outgoing",
+    "error_response",
+    "notification_to_send",
+    "request_to_send",
+    "to_send",
+]
 
 #: The envelope keywords of a message a caller builds, in the order a
 #: wrong type is named.
@@ -173,6 +175,12 @@ def _name_wrong_envelope(message: Request | Notification) -> None:
             if (value := getattr(message, name, UNSET)) is not UNSET
         }
     )
+
+
+def error_response(request: Request, error: ProtocolError) -> Response:
+    """The response answering ``request`` with ``error`` (its identity
+    echoed by `response_to`)."""
+    return response_to(request, error=error.to_wire())
 
 
 def to_send(message: Message, max_bytes: int) -> Outgoing:

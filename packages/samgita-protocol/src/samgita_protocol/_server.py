@@ -26,7 +26,7 @@ import msgspec
 
 from ._content import ContentKey, content_key, same_content
 from ._contract import negotiate, wall_clock
-from ._dispatch import Dispatch, error_response
+from ._dispatch import Dispatch
 from ._errors import ErrorCode, Origin, ProtocolError
 from ._handler import (
     CallbackFailure,
@@ -37,7 +37,7 @@ from ._handler import (
 from ._incoming import read, wire_of
 from ._methods import CAPABILITY_GROUPS, METHODS, MethodSpec, method_spec
 from ._options import check_id, check_limits, known_names, monotonic
-from ._outgoing import Outgoing, notification_to_send, to_send
+from ._outgoing import Outgoing, error_response, notification_to_send, to_send
 from ._params import InitializeResult
 from ._positions import ServerPositions
 from ._schema import UNSET, Message, Notification, Request, Response, response_to
