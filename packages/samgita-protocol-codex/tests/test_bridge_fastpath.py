@@ -20,7 +20,7 @@ from samgita_protocol import (
     TurnStartParams,
 )
 
-import samgita_protocol_codex._bridge as bridge_module
+import samgita_protocol_codex._codex_lines as lines_module
 from samgita_protocol_codex import BridgeReport, CodexBridge, ToCodex, ToNative
 from test_bridge_recorded import NOW, Harness, _load
 from test_bridge_review import (
@@ -40,9 +40,9 @@ def two_stage(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def run(fn: Any) -> Any:
         with monkeypatch.context() as m:
-            m.setattr(bridge_module, "_NOTIFICATION_LINES", {})
-            m.setattr(bridge_module, "_RESULT_LINES", {})
-            m.setattr(bridge_module, "_DELTA_LINES", {})
+            m.setattr(lines_module, "_NOTIFICATION_LINES", {})
+            m.setattr(lines_module, "_RESULT_LINES", {})
+            m.setattr(lines_module, "_DELTA_LINES", {})
             return fn()
 
     return run
@@ -87,7 +87,7 @@ def _outcome(bridge: CodexBridge, line: bytes) -> Any:
     try:
         out = bridge.receive_codex(line)
     except ProtocolError as exc:
-        return ("raised", exc.code, exc.message, exc.data, _state(bridge))
+        return ("raised", exc.code, exc.message, exc.data, exc.origin, _state(bridge))
     return ("out", out, _state(bridge))
 
 
@@ -217,7 +217,7 @@ def test_a_codex_result_the_native_schema_cannot_carry_is_an_invalid_reply(
     assert answer.id == "r4" and answer.error.code == ErrorCode.INVALID_RESULT
     assert answer.error.data["codex_method"] == "turn/start"
     assert any(isinstance(o, BridgeReport) and o.kind == "invalid_reply" for o in out)
-    assert not bridge._pending
+    assert not bridge._link.pending
 
 
 def test_deltas_and_results_take_the_one_decode_path(
@@ -233,7 +233,7 @@ def test_deltas_and_results_take_the_one_decode_path(
         def decode(self, data: bytes) -> Any:
             raise AssertionError("decoded in two stages")
 
-    monkeypatch.setattr(bridge_module, "_ENVELOPE", NoEnvelope())
+    monkeypatch.setattr(lines_module, "_ENVELOPE", NoEnvelope())
     (answer,) = _natives(
         bridge.receive_codex(_line({"id": sent.id, "result": _thread_result()}))
     )
@@ -280,15 +280,15 @@ def test_forwarding_follows_the_negotiated_groups_and_the_link() -> None:
 
 
 def test_the_strict_variant_decoders_agree_with_the_client_request_union() -> None:
-    union = bridge_module._STRICT_REQUEST
-    assert set(bridge_module._STRICT_REQUESTS) == set(bridge_module._SENT_METHODS)
+    union = lines_module._STRICT_REQUEST
+    assert set(lines_module._STRICT_REQUESTS) == set(lines_module._SENT_METHODS)
     seen = set()
     for name, approve in [("turn", None), ("interrupt", None)]:
         _, sent = _played(name, approve)
         for msg in sent:
             if "method" not in msg or "id" not in msg:
                 continue
-            variant, decoder = bridge_module._STRICT_REQUESTS[msg["method"]]
+            variant, decoder = lines_module._STRICT_REQUESTS[msg["method"]]
             line = json.dumps(msg).encode()
             assert type(union.decode(line)) is variant
             assert decoder.decode(line) == union.decode(line)
@@ -310,7 +310,7 @@ def test_the_strict_variant_decoders_agree_with_the_client_request_union() -> No
     assert {"initialize", "thread/start", "turn/start", "turn/interrupt"} <= seen
 
 
-# -- the delta line proven by its own encoding (_delta_line) -----------------------
+# -- the delta line proven by its own encoding (_codex_lines.delta_line) ----------
 
 
 def _wire(
@@ -347,10 +347,12 @@ def _delta_lines() -> list[bytes]:
         text.replace(b'"emittedAtMs":', b'"emittedAtMs":' + b"9" * 30 + b',"z":', 1),
         text.replace(b"item/agentMessage/delta", b"item/agentMessage/deltaX", 1),
         text[:-1] + b"",  # truncated
+        # proven, but an item id the native schema cannot carry: a peer error
+        text.replace(b'"itemId":"', b'"itemId":"' + b"i" * 300, 1),
     ]
 
 
-@pytest.mark.parametrize("index", range(16))
+@pytest.mark.parametrize("index", range(17))
 def test_delta_lines_translate_the_same_with_and_without_the_proof(
     index: int, two_stage: Any
 ) -> None:
@@ -362,12 +364,13 @@ def test_delta_lines_translate_the_same_with_and_without_the_proof(
 
 def test_the_delta_proof_takes_lines_as_codex_writes_them_only() -> None:
     lines = _delta_lines()
-    assert bridge_module._delta_line(lines[0]) is not None
-    assert bridge_module._delta_line(lines[1]) is not None
-    assert bridge_module._delta_line(lines[10]) is not None  # raw UTF-8 text
-    for line in lines[2:10] + lines[11:]:
-        assert bridge_module._delta_line(line) is None, line[:120]
-    assert bridge_module._delta_line(lines[0] + b" ") is None
+    assert lines_module.delta_line(lines[0]) is not None
+    assert lines_module.delta_line(lines[1]) is not None
+    assert lines_module.delta_line(lines[10]) is not None  # raw UTF-8 text
+    assert lines_module.delta_line(lines[16]) is not None  # the ids unchecked yet
+    for line in lines[2:10] + lines[11:16]:
+        assert lines_module.delta_line(line) is None, line[:120]
+    assert lines_module.delta_line(lines[0] + b" ") is None
 
 
 def test_a_delta_line_over_the_line_bound_is_refused_by_both_paths(
@@ -376,9 +379,17 @@ def test_a_delta_line_over_the_line_bound_is_refused_by_both_paths(
     line = _delta_lines()[0]
     fast_bridge = _ready_same()
     slow_bridge = two_stage(_ready_same)
-    monkeypatch.setattr(bridge_module, "MAX_CODEX_LINE_BYTES", len(line) - 1)
-    assert bridge_module._delta_line(line) is None
+    monkeypatch.setattr(lines_module, "MAX_CODEX_LINE_BYTES", len(line) - 1)
+    assert lines_module.delta_line(line) is None
     fast = _outcome(fast_bridge, line)
     slow = two_stage(lambda: _outcome(slow_bridge, line))
     assert fast == slow
     assert fast[0] == "raised" and fast[1] == ErrorCode.MESSAGE_TOO_LARGE
+
+
+def test_a_proven_delta_line_the_native_schema_refuses_is_a_peer_error() -> None:
+    # the proven path raises as every other line does: origin "peer" (it let
+    # the core encoder's error out with origin "local" before)
+    outcome = _outcome(_ready_same(), _delta_lines()[16])
+    assert outcome[:2] == ("raised", ErrorCode.INVALID_FIELD)
+    assert outcome[4] == "peer"

@@ -26,7 +26,7 @@ from samgita_protocol import (
     encode,
 )
 
-from samgita_protocol_codex._bridge import (
+from samgita_protocol_codex import (
     ApprovalResolved,
     CodexBridge,
     CodexUnmapped,

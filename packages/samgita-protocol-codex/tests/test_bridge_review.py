@@ -95,15 +95,15 @@ def _ready(groups: list[str] | None = None) -> CodexBridge:
 def _state(bridge: CodexBridge) -> Any:
     b: Any = bridge
     return (
-        b._codex,
-        b._native_groups,
-        b._next_codex_id,
-        b._next_native_id,
-        {k: (p.method, p.native) for k, p in b._pending.items()},
-        {k: (a.codex_id, a.sent) for k, a in b._approvals.items()},
+        b._link.state,
+        b._session.groups,
+        b._link.next_id,
+        b._approvals.asked,
+        {k: (p.method, p.native) for k, p in b._link.pending.items()},
+        {k: (a.codex_id, a.sent) for k, a in b._approvals.by_id.items()},
         {
             t: (r.stream_id, r.first_cursor, r.last_cursor, len(r))
-            for t, r in b._streams.items()
+            for t, r in b._streams.by_thread.items()
         },
         dict(b.unmapped_notifications),
         dict(b.not_forwarded),
@@ -319,7 +319,7 @@ def test_bad_reply_answers_the_native_request_and_reports() -> None:
     assert answer.id == "r3" and answer.error.code == ErrorCode.INVALID_RESULT
     assert answer.error.data["codex_method"] == "thread/start"
     assert any(isinstance(o, BridgeReport) and o.kind == "invalid_reply" for o in out)
-    assert not bridge._pending  # type: ignore[attr-defined]
+    assert not bridge._link.pending  # type: ignore[attr-defined]
 
 
 def test_created_at_out_of_range_in_a_reply_answers_the_native_request() -> None:
@@ -353,7 +353,7 @@ def test_events_during_native_reconnect_are_replayed() -> None:
     h.play("turn")
     bridge = h.bridge
     sid = bridge.stream_id(h.thread_id)
-    last = bridge._streams[h.thread_id].last_cursor  # type: ignore[attr-defined]
+    last = bridge._streams.by_thread[h.thread_id].last_cursor  # type: ignore[attr-defined]
     bridge.native_connected()
     assert bridge.receive_codex(_line(_method("item/agentMessage/delta"))) == []
     assert bridge.receive_codex(_line(_method("turn/completed"))) == []
@@ -575,7 +575,7 @@ def test_codex_connected_settles_old_pending_requests() -> None:
         "r7": ErrorCode.DISCONNECTED,
         "r8": ErrorCode.AMBIGUOUS_DISCONNECT,
     }
-    assert [p.method for p in bridge._pending.values()] == ["initialize"]  # type: ignore[attr-defined]
+    assert [p.method for p in bridge._link.pending.values()] == ["initialize"]  # type: ignore[attr-defined]
 
 
 def test_native_connected_settles_and_absorbs_the_late_answer() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from samgita_protocol import METHODS
 
 from samgita_protocol_codex import TRANSLATIONS, render_table
-from samgita_protocol_codex._bridge import _NOTIFICATION_PARAMS
+from samgita_protocol_codex._codex_lines import _NOTIFICATION_PARAMS
 from samgita_protocol_codex._generated import inbound
 from samgita_protocol_codex._methods import RESPONSE_OVERRIDES, request_types
 from samgita_protocol_codex._table import CODEX_APPROVAL_REQUESTS, CODEX_NOTIFICATIONS

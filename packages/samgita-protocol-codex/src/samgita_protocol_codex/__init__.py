@@ -10,18 +10,16 @@ fields, ``_generated.outbound`` forbids them).
 from ._bridge import (
     DEFAULT_APPROVAL_TIMEOUT,
     MAX_APPROVALS,
-    MAX_CODEX_DEPTH,
-    MAX_CODEX_LINE_BYTES,
-    MAX_DELTA_CHARS,
-    MAX_ITEM_TEXT_CHARS,
     MAX_PENDING,
     MAX_STREAMS,
-    MAX_THREAD_READ_TURNS,
     MAX_UNMAPPED_METHODS,
     UNMAPPED_OVERFLOW,
+    CodexBridge,
+)
+from ._codex_lines import MAX_CODEX_DEPTH, MAX_CODEX_LINE_BYTES
+from ._outputs import (
     ApprovalResolved,
     BridgeReport,
-    CodexBridge,
     CodexUnmapped,
     Output,
     ToCodex,
@@ -29,10 +27,11 @@ from ._bridge import (
 )
 from ._stdio import CodexStdio
 from ._table import SUPPORTED_GROUPS, TRANSLATIONS, Translation, render_table
+from ._translate import MAX_DELTA_CHARS, MAX_ITEM_TEXT_CHARS, MAX_THREAD_READ_TURNS
 from ._ws import CodexWebSocket
 
 __all__ = [
-    # bridge (_bridge)
+    # bridge (_bridge, _outputs; bounds from _codex_lines and _translate)
     "DEFAULT_APPROVAL_TIMEOUT",
     "MAX_APPROVALS",
     "MAX_CODEX_DEPTH",

@@ -10,6 +10,7 @@ message holds is checked elsewhere and raised as ``ProtocolError``.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ from samgita_protocol import MAX_ID_BYTES
 
 __all__ = [
     "check_callable",
+    "check_instance_id",
     "check_line",
     "check_positive_int",
     "check_positive_timedelta",
@@ -27,6 +29,8 @@ __all__ = [
 
 #: How much of a wrong value an error message shows.
 _SHOWN_CHARS: Final = 80
+#: A bridge instance id (``instance_id``): short, and safe inside any id.
+_INSTANCE_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 
 def wrong_type(name: str, value: object, expected: str) -> TypeError:
@@ -67,6 +71,18 @@ def check_wire_id(name: str, value: object) -> str:
         raise ValueError(
             f"expected {name} to be a UTF-8 string of 1 to {MAX_ID_BYTES} bytes, "
             f"got: {value!r}"
+        )
+    return value
+
+
+def check_instance_id(name: str, value: object) -> str:
+    """``value`` if it is 1 to 32 of ``[A-Za-z0-9_-]`` (safe inside any id)."""
+    if not isinstance(value, str):
+        raise wrong_type(name, value, "a string")
+    if _INSTANCE_ID.fullmatch(value) is None:
+        raise ValueError(
+            f"expected {name} to be 1 to 32 ASCII letters, digits, '_' or "
+            f"'-', got: {value!r}"
         )
     return value
 
