@@ -4,18 +4,28 @@
 redacting logger.  The test drives a successful session, refused handshakes
 (wrong token, token in the query string, credentials in the URL) and
 collects every record of every logger, the reprs of every public object and
-the text and traceback of every error, then greps all of it.
+the text and traceback of every error, then greps all of it.  The last test
+does the same through the ``samgita-fake-agent`` command run with
+``--log-level DEBUG``: its whole stderr holds the token in no form (as it
+is, percent-encoded, base64).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
+import signal
 import socket
+import subprocess
+import sys
 import traceback
+import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import pytest
+import samgita_protocol as core
 from samgita_protocol_websocket import HandshakeRejected, Secret, connect, serve
 from samgita_protocol_websocket.fake_agent import AgentState, FakeAgent
 
@@ -237,3 +247,115 @@ def test_custom_authenticator_no_secret_registered_still_nothing_leaks(
     assert "connection open" in everything
     assert "GET" in everything  # the hostile request lines were logged ...
     assert "SECRET" not in everything  # ... with nothing secret in them
+
+
+# Characters that percent-encoding and base64 change, so each form differs.
+CLI_TOKEN = "cli+redact/9c2b7e1f=04a6"
+
+
+def _forms(token: str) -> dict[str, str]:
+    """The token as it is and as it would appear encoded in a request or a log."""
+    raw = token.encode()
+    return {
+        "as is": token,
+        "percent-encoded": urllib.parse.quote(token, safe=""),
+        "form-encoded": urllib.parse.quote_plus(token),
+        "base64": base64.b64encode(raw).decode(),
+        "base64url": base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        "basic credentials": base64.b64encode(b"user:" + raw).decode(),
+    }
+
+
+async def _cli_flow(url: str, port: int) -> None:
+    """A full session (a turn streamed, its approval answered, an event whose
+    payload holds the token), then refusals carrying the token elsewhere."""
+    box: list[Any] = []
+
+    async def deny(request: Any) -> None:
+        p = request.params
+        await box[0].reply(
+            request,
+            core.ApprovalRequestResult(
+                approval_id=p.approval_id, action=p.action, decision="deny"
+            ),
+        )
+
+    async with connect(url, token=CLI_TOKEN, capabilities=GROUPS, on_request=deny) as s:
+        box.append(s)
+        event = core.Event(
+            event_id="e1",
+            delivery_attempt_id="a1",
+            created_at="2026-12-03T10:00:00Z",
+            correlation_id="c1",
+            event_type="t",
+            payload={"note": f"the token is {CLI_TOKEN}"},
+        )
+        await s.request("project/event.receive", {"event": event}, command_id="e")
+        thread = (await s.request("thread/start", {}, command_id="t")).thread
+        await s.request(
+            "turn/start",
+            {"thread_id": thread.thread_id, "input": [{"type": "text", "text": "x"}]},
+            command_id="u",
+        )
+        while True:
+            n = await s.next_notification(timeout=20)
+            if n.cursor is not core.UNSET:
+                s.ack(n)
+            if n.method == "turn/completed":
+                break
+    with pytest.raises(HandshakeRejected):
+        async with connect(url, token=WRONG, capabilities=GROUPS, on_request=deny):
+            pass
+    forms = _forms(CLI_TOKEN)
+    upgrade = (
+        "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+    )
+    for request in (
+        f"GET /app-server?access_token={forms['percent-encoded']} HTTP/1.1\r\n"
+        + upgrade
+        + f"Authorization: Bearer {CLI_TOKEN}\r\n\r\n",
+        "GET /app-server HTTP/1.1\r\n"
+        + upgrade
+        + f"Authorization: Basic {forms['basic credentials']}\r\n"
+        + f"X-Api-Token: {forms['base64']}\r\n\r\n",
+    ):
+        answer = await asyncio.to_thread(_raw, port, request.encode())
+        assert answer.startswith((b"HTTP/1.1 400", b"HTTP/1.1 401")), answer[:40]
+
+
+def test_fake_agent_command_at_debug_never_logs_the_token(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(CLI_TOKEN + "\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "samgita_protocol_websocket.fake_agent",
+         "--token-file", str(token_file), "--log-level", "DEBUG",
+         "--deltas", "3", "--delta-interval", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("ws://127.0.0.1:"), url
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        asyncio.run(asyncio.wait_for(_cli_flow(url, port), 60))
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # DEBUG was on: the handshake headers and the frames were logged ...
+    assert " DEBUG websockets.server: < Authorization: [redacted]" in err
+    assert " DEBUG websockets.server: < X-Api-Token: [redacted]" in err
+    assert " DEBUG websockets.server: < TEXT " in err
+    # ... and the operator's INFO records with them.
+    assert "connection 1 accepted from 127.0.0.1:" in err
+    assert "HTTP 401 (authentication required)" in err
+    assert "HTTP 400 (query strings are refused" in err
+    assert "closed: code 1000" in err
+    leaked = [name for name, form in _forms(CLI_TOKEN).items() if form in err]
+    assert not leaked, f"the token appears {leaked} in the fake agent's log"
+    assert WRONG not in err

@@ -17,6 +17,7 @@ EXPECTED: frozenset[str] = frozenset(
         "Authenticator",
         "BearerTokenAuthenticator",
         "CloseCode",
+        "ConnectError",
         "ConnectionInfo",
         "HandshakeRejected",
         "HandshakeRequest",

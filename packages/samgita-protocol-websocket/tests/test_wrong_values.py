@@ -375,7 +375,13 @@ def test_a_live_session_and_connection_name_the_wrong_argument() -> None:
                 methods = []
                 while not methods or methods[-1] != "item/delta":
                     note = await s.next_notification(timeout=5)
-                    s.ack(note)  # an ephemeral one is ignored, as documented
+                    # An ephemeral one has nothing to acknowledge: refused,
+                    # naming the argument, and nothing moves.
+                    before = s.client.checkpoints()
+                    with pytest.raises(ValueError) as info:
+                        s.ack(note)
+                    assert _names(info.value, "notification"), info.value
+                    assert s.client.checkpoints() == before and s.connected
                     methods.append(note.method)
 
     asyncio.run(main())

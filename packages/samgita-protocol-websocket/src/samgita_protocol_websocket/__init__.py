@@ -2,12 +2,14 @@
 
 ``serve(...)`` is the listener, ``connect(...)`` the client session; both are
 async context managers and nothing starts at import.  See the package README
-for every argument and its default.
+for every argument and its default.  Failing to connect raises
+``ConnectError`` (nothing listening, unknown host) or its subclass
+``HandshakeRejected`` (the listener answered with an HTTP status: ``.status``).
 """
 
 from ._auth import Authenticator, BearerTokenAuthenticator, HandshakeRequest
-from ._client_policy import HandshakeRejected
 from ._codes import CloseCode
+from ._errors import ConnectError, HandshakeRejected
 from ._listener import Listener, serve
 from ._redact import RedactingLogger, Secret, is_credential_header, redact_text
 from ._server_loop import AgentConnection, ConnectionInfo
@@ -18,6 +20,7 @@ __all__ = [
     "Authenticator",
     "BearerTokenAuthenticator",
     "CloseCode",
+    "ConnectError",
     "ConnectionInfo",
     "HandshakeRejected",
     "HandshakeRequest",

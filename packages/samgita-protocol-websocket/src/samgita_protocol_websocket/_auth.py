@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 import hmac
 from collections.abc import Awaitable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+from websockets.datastructures import Headers
 
 from ._redact import REDACTED, Secret, as_secret, is_credential_header
+from ._types import SocketAddress
 
 __all__ = [
     "Authenticator",
@@ -29,7 +32,7 @@ class HandshakeRequest:
     """
 
     path: str
-    remote_address: Any
+    remote_address: SocketAddress
     origin: str | None
     headers: Mapping[str, str]
     authorization: tuple[str, ...] = dataclasses.field(repr=False)
@@ -96,7 +99,9 @@ class BearerTokenAuthenticator:
         return None
 
 
-def request_view(path: str, remote_address: Any, raw_headers: Any) -> HandshakeRequest:
+def request_view(
+    path: str, remote_address: SocketAddress, raw_headers: Headers
+) -> HandshakeRequest:
     """Build a :class:`HandshakeRequest` from websockets ``Headers`` (internal)."""
     authorization: list[str] = []
     headers: dict[str, str] = {}

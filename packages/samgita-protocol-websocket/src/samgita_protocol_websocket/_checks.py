@@ -10,8 +10,8 @@ from __future__ import annotations
 import ipaddress
 import math
 import ssl
-from collections.abc import Callable, Iterable
-from typing import Any, Final
+from collections.abc import Iterable
+from typing import Final, TypeVar
 
 from websockets.frames import EXTERNAL_CLOSE_CODES
 
@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 APP_SERVER_PATH: Final = "/app-server"
+
+_T = TypeVar("_T")
 
 MIN_WRITE_BUFFER_FACTOR: Final = 2
 """``max_write_buffer`` is at least this many times ``write_limit`` + ``max_size``."""
@@ -50,7 +52,7 @@ def is_loopback_host(host: str) -> bool:
 
 
 def check_int(
-    name: str, value: Any, *, minimum: int, maximum: int | None = None
+    name: str, value: object, *, minimum: int, maximum: int | None = None
 ) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
@@ -64,7 +66,7 @@ def check_int(
     return value
 
 
-def check_write_buffer(value: Any, *, write_limit: int, max_size: int) -> int:
+def check_write_buffer(value: object, *, write_limit: int, max_size: int) -> int:
     """``max_write_buffer`` (``None``: the default), checked against the bounds it must exceed.
 
     A send writes its whole frame and only then waits while more than
@@ -84,7 +86,7 @@ def check_write_buffer(value: Any, *, write_limit: int, max_size: int) -> int:
     )
 
 
-def check_seconds(name: str, value: Any) -> float:
+def check_seconds(name: str, value: object) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise TypeError(
             f"{name} must be a number of seconds, not {type(value).__name__}"
@@ -96,23 +98,24 @@ def check_seconds(name: str, value: Any) -> float:
     return float(value)
 
 
-def check_optional_seconds(name: str, value: Any) -> float | None:
+def check_optional_seconds(name: str, value: object) -> float | None:
     return None if value is None else check_seconds(name, value)
 
 
-def check_bool(name: str, value: Any) -> bool:
+def check_bool(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
     return value
 
 
-def check_callable(name: str, value: Any) -> Callable[..., Any]:
+def check_callable(name: str, value: _T) -> _T:
+    """``value`` itself, once it is callable (its type as the caller declared it)."""
     if not callable(value):
         raise TypeError(f"{name} must be callable, not {type(value).__name__}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
-def check_strings(name: str, value: Any) -> tuple[str, ...]:
+def check_strings(name: str, value: object) -> tuple[str, ...]:
     """The strings of ``value``, an iterable of ``str`` (not one ``str``)."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise TypeError(
@@ -133,7 +136,7 @@ def check_strings(name: str, value: Any) -> tuple[str, ...]:
 MAX_CLOSE_REASON_BYTES: Final = 123
 
 
-def check_close(code: Any, reason: Any) -> tuple[int, str]:
+def check_close(code: object, reason: object) -> tuple[int, str]:
     """A close ``code`` one may send (RFC 6455 section 7.4: a defined code or
     3000-4999) and a ``reason`` of at most 123 UTF-8 bytes."""
     if isinstance(code, bool) or not isinstance(code, int):
@@ -153,7 +156,7 @@ def check_close(code: Any, reason: Any) -> tuple[int, str]:
     return code, reason
 
 
-def check_ssl(name: str, value: Any) -> ssl.SSLContext | None:
+def check_ssl(name: str, value: object) -> ssl.SSLContext | None:
     if value is not None and not isinstance(value, ssl.SSLContext):
         raise TypeError(
             f"{name} must be an ssl.SSLContext or None, not {type(value).__name__}"
@@ -162,8 +165,8 @@ def check_ssl(name: str, value: Any) -> ssl.SSLContext | None:
 
 
 def pick_alias(
-    name: str, value: Any, alias: str, alias_value: Any, default: Any
-) -> tuple[str, Any]:
+    name: str, value: _T | None, alias: str, alias_value: _T | None, default: _T
+) -> tuple[str, _T]:
     """The argument given under ``name`` or its older alias (``ValueError`` when both are).
 
     Returns the name the caller used (for error messages) and the value

@@ -4,31 +4,13 @@ queries, plain ws:// off loopback, and every redirect (``websockets`` follows th
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any
 
 from websockets.asyncio.client import connect as _ws_connect
 
 from ._checks import is_loopback_host
+from ._errors import HandshakeRejected
 
 __all__ = ["HandshakeRejected", "NoRedirectConnect", "check_url"]
-
-
-class HandshakeRejected(ConnectionError):
-    """The listener answered the upgrade with an HTTP status instead of 101.
-
-    ``status`` is that status (401: authentication, 403: origin, 404: path,
-    426: version, 503: capacity, 3xx: a redirect, which is never followed).
-    Raises ``TypeError`` when ``status`` is not an ``int`` or ``message`` not
-    a ``str``.
-    """
-
-    def __init__(self, status: int, message: str) -> None:
-        if isinstance(status, bool) or not isinstance(status, int):
-            raise TypeError(f"status must be an int, not {type(status).__name__}")
-        if not isinstance(message, str):
-            raise TypeError(f"message must be a str, not {type(message).__name__}")
-        super().__init__(message)
-        self.status = status
 
 
 class NoRedirectConnect(_ws_connect):
@@ -38,7 +20,7 @@ class NoRedirectConnect(_ws_connect):
         return exc
 
 
-def check_url(url: Any, *, allow_insecure_non_loopback: bool) -> str:
+def check_url(url: object, *, allow_insecure_non_loopback: bool) -> str:
     """Validate a listener URL (see :func:`connect`); returns it unchanged."""
     if not isinstance(url, str):
         raise TypeError("url must be a str")

@@ -29,7 +29,7 @@ import logging
 import secrets
 import ssl
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any, cast
+from typing import Any, Final, NoReturn, cast
 
 import samgita_protocol as core
 from websockets.asyncio.server import Server as _WsServer
@@ -71,16 +71,25 @@ from ._defaults import (
 from ._redact import RedactingLogger, Secret, as_secret
 from ._server_loop import ConnectionInfo, run_connection
 from ._textconn import TextConnection, bounded
+from ._types import Options
 
 __all__ = ["Listener", "serve"]
 
-HandlerFactory = Callable[[ConnectionInfo], Any]
+HandlerFactory = Callable[[ConnectionInfo], core.Handler]
 
 
-def _respond(
-    connection: ServerConnection, status: http.HTTPStatus, text: str
-) -> Response:
-    return connection.respond(status, text + "\n")
+#: The logger of the listener's own records (listening, accepted, refused,
+#: closed, failures) when ``serve(logger=...)`` gives none; ``websockets``'
+#: records go to ``websockets.server`` then.
+SERVER_LOGGER: Final = "samgita_protocol_websocket.server"
+
+
+def peer_text(address: object) -> str:
+    """``host:port`` of a socket address (``[host]:port`` for IPv6), for log records."""
+    if isinstance(address, tuple) and len(address) >= 2:
+        host, port = address[0], address[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(address)
 
 
 class _Policy:
@@ -107,6 +116,29 @@ class _Policy:
         # Upgrade, peer gone) frees its slot without bookkeeping.
         self.slots: set[ServerConnection] = set()
         self.principals: dict[ServerConnection, object] = {}
+        # Why the policy refused a connection, until process_response logs it.
+        self.reasons: dict[ServerConnection, str] = {}
+
+    def _respond(
+        self, connection: ServerConnection, status: http.HTTPStatus, text: str
+    ) -> Response:
+        self.reasons[connection] = text
+        return connection.respond(status, text + "\n")
+
+    def process_response(
+        self, connection: ServerConnection, request: Request, response: Response
+    ) -> None:
+        """Log every refusal (``websockets``' hook, called for every answer to
+        a request): the peer, the HTTP status and why (the policy's reason, or
+        the status phrase for what ``websockets`` refused itself)."""
+        reason = self.reasons.pop(connection, None)
+        if response.status_code != http.HTTPStatus.SWITCHING_PROTOCOLS:
+            self.logger.info(
+                "refused %s: HTTP %d (%s)",
+                peer_text(connection.remote_address),
+                response.status_code,
+                reason or response.reason_phrase,
+            )
 
     def active(self) -> int:
         closed = [c for c in self.slots if c.state is State.CLOSED]
@@ -121,30 +153,30 @@ class _Policy:
         headers = request.headers
         raw = list(headers.raw_items())
         if len(raw) > self.max_headers:
-            return _respond(
+            return self._respond(
                 connection,
                 http.HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
                 "too many headers",
             )
         for name, value in raw:
             if len(name) + len(value) + 4 > self.max_header_line:  # 'name: value\r\n'
-                return _respond(
+                return self._respond(
                     connection,
                     http.HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
                     "header line too long",
                 )
         path, sep, _query = request.path.partition("?")
         if path != APP_SERVER_PATH:
-            return _respond(connection, http.HTTPStatus.NOT_FOUND, "not found")
+            return self._respond(connection, http.HTTPStatus.NOT_FOUND, "not found")
         if sep:
-            return _respond(
+            return self._respond(
                 connection,
                 http.HTTPStatus.BAD_REQUEST,
                 "query strings are refused: send credentials in the Authorization header",
             )
         versions = headers.get_all("Sec-WebSocket-Version")
         if versions != ["13"]:
-            response = _respond(
+            response = self._respond(
                 connection,
                 http.HTTPStatus.UPGRADE_REQUIRED,
                 "Sec-WebSocket-Version 13 required",
@@ -153,7 +185,9 @@ class _Policy:
             return response
         origins = headers.get_all("Origin")
         if origins and (len(origins) != 1 or origins[0] not in self.allowed_origins):
-            return _respond(connection, http.HTTPStatus.FORBIDDEN, "origin not allowed")
+            return self._respond(
+                connection, http.HTTPStatus.FORBIDDEN, "origin not allowed"
+            )
         view = request_view(path, connection.remote_address, headers)
         try:
             principal = self.authenticator(view)
@@ -176,13 +210,13 @@ class _Policy:
         except Exception:  # a principal whose __bool__ fails is no acceptance
             accepted = False
         if not accepted:
-            response = _respond(
+            response = self._respond(
                 connection, http.HTTPStatus.UNAUTHORIZED, "authentication required"
             )
             response.headers["WWW-Authenticate"] = 'Bearer realm="app-server"'
             return response
         if self.active() >= self.max_connections:
-            response = _respond(
+            response = self._respond(
                 connection, http.HTTPStatus.SERVICE_UNAVAILABLE, "too many connections"
             )
             response.headers["Retry-After"] = "1"
@@ -202,12 +236,14 @@ class _ProbeHandler(core.Handler):
     def methods(self) -> frozenset[str]:
         return self._methods
 
-    def handle_request(self, method: str, params: Any, context: Any) -> Any:
+    def handle_request(
+        self, method: str, params: object, context: core.RequestContext
+    ) -> NoReturn:
         raise NotImplementedError  # never called: the probe is never connected
 
 
 def _check_core_server(
-    *, capabilities: tuple[str, ...] | None, server_options: dict[str, Any]
+    *, capabilities: tuple[str, ...] | None, server_options: Options
 ) -> None:
     """Build a throwaway core ``Server`` so bad arguments fail at construction.
 
@@ -337,6 +373,7 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
         max_write_buffer: int | None = None,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
         tick: float = DEFAULT_TICK,
+        # More core Server keywords, each of its own type (_types.Options).
         server_options: dict[str, Any] | None = None,
         logger: logging.Logger | None = None,
         backlog: int = 1024,
@@ -402,14 +439,14 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
             DEFAULT_MAX_SIZE,
         )
         self._max_message_bytes = check_int(name, value, minimum=1)
-        name, value = pick_alias(
+        timeout_name, timeout = pick_alias(
             "open_timeout",
             open_timeout,
             "handshake_timeout",
             handshake_timeout,
             DEFAULT_OPEN_TIMEOUT,
         )
-        self._handshake_timeout = check_seconds(name, value)
+        self._handshake_timeout = check_seconds(timeout_name, timeout)
         self._max_headers = check_int(
             "max_headers", max_headers, minimum=1, maximum=MAX_NUM_HEADERS
         )
@@ -449,8 +486,13 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
         )
         if logger is not None and not isinstance(logger, logging.Logger):
             raise TypeError("logger must be a logging.Logger")
+        # websockets' records, and the listener's own (SERVER_LOGGER): one
+        # logger for both when the caller gives one.  Both redacted.
         self._logger = RedactingLogger(
             logger or logging.getLogger("websockets.server"), self._secrets
+        )
+        self._events = RedactingLogger(
+            logger or logging.getLogger(SERVER_LOGGER), self._secrets
         )
         self._backlog = check_int("backlog", backlog, minimum=1)
         self._listener: Listener | None = None
@@ -468,13 +510,14 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
             max_headers=self._max_headers,
             max_header_line=self._max_header_line,
             max_connections=self._max_connections,
-            logger=self._logger,
+            logger=self._events,
         )
         server = await _ws_serve(
             lambda ws: self._run(cast(TextConnection, ws), policy),
             self._host,
             self._port,
             process_request=policy.process_request,
+            process_response=policy.process_response,
             create_connection=bounded(TextConnection, self._max_write_buffer),
             server_header=None,
             compression=None,
@@ -499,7 +542,7 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
             server=server,
             policy=policy,
         )
-        self._logger.info("listening on %s", self._listener.url)
+        self._events.info("listening on %s", self._listener.url)
         return self._listener
 
     async def __aexit__(self, *exc: object) -> None:
@@ -514,17 +557,21 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
             ws.remote_address,
             ws.request.headers if ws.request else Headers(),
         )
+        serial = next(self._serial)
+        peer = peer_text(ws.remote_address)
+        self._events.info("connection %d accepted from %s", serial, peer)
         try:
             await run_connection(
                 ws,
                 handler_factory=self._handler_factory,
-                info_fields={
-                    "serial": next(self._serial),
-                    "remote_address": ws.remote_address,
-                    "origin": view.origin,
-                    "principal": principal,
-                    "headers": view.headers,
-                },
+                make_info=lambda conn: ConnectionInfo(
+                    connection=conn,
+                    serial=serial,
+                    remote_address=ws.remote_address,
+                    origin=view.origin,
+                    principal=principal,
+                    headers=view.headers,
+                ),
                 capabilities=self._capabilities,
                 server_options={
                     "host_id": self._host_id,
@@ -535,7 +582,18 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
                 max_outbound_messages=self._max_outbound_messages,
                 send_timeout=self._send_timeout,
                 tick=self._tick,
-                logger=self._logger,
+                logger=self._events,
             )
         finally:
             policy.slots.discard(ws)
+            if ws.state is not State.OPEN:
+                # Closing: the code is known once the closing handshake ends
+                # (bounded by close_timeout, websockets' own).
+                await ws.wait_closed()
+            self._events.info(
+                "connection %d from %s closed: code %s%s",
+                serial,
+                peer,
+                ws.close_code,
+                f" ({ws.close_reason})" if ws.close_reason else "",
+            )

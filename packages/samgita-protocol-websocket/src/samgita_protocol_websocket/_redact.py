@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Iterable, MutableMapping
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from ._checks import check_strings
 
@@ -107,7 +107,7 @@ class Secret:
 
     __hash__ = object.__hash__
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> NoReturn:
         raise TypeError("a Secret cannot be pickled")
 
 
@@ -296,10 +296,12 @@ class RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         return f"RedactingLogger({self.logger.name!r})"
 
     def process(
-        self, msg: Any, kwargs: MutableMapping[str, Any]
-    ) -> tuple[Any, MutableMapping[str, Any]]:
+        self, msg: object, kwargs: MutableMapping[str, object]
+    ) -> tuple[object, MutableMapping[str, object]]:
         return msg, kwargs
 
+    # kwargs: Logger.log's keywords (exc_info, stacklevel, extra, ...), each
+    # of its own type; passed on to it.
     def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
         if not self.isEnabledFor(level):
             return

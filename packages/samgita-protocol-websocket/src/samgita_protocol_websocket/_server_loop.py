@@ -47,7 +47,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
-from typing import Any
+from typing import Any, Final, TypeAlias, Unpack, cast
 
 import samgita_protocol as core
 from websockets.exceptions import ConnectionClosed
@@ -56,11 +56,22 @@ from ._checks import check_close
 from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger
 from ._textconn import WRITE_BUFFER_FULL, TextConnection
+from ._types import (
+    Fields,
+    NotifyEnvelope,
+    Options,
+    ServerRequestEnvelope,
+    SocketAddress,
+)
 
 __all__ = ["AgentConnection", "ConnectionInfo", "run_connection"]
 
 NOT_READING = "peer is not reading (outbound queue full)"
-_NOT_STARTED: Any = object()
+#: ``_bounded``'s ``step`` for a send not started yet.
+_NOT_STARTED: Final = object()
+#: A started ``ws.send``: what an asyncio coroutine yields and is sent are
+#: its futures and their results, untyped in typeshed's asyncio.
+_Send: TypeAlias = Coroutine[Any, Any, None]
 
 
 class _Resume:
@@ -74,11 +85,11 @@ class _Resume:
 
     __slots__ = ("_coro", "_step")
 
-    def __init__(self, coro: Coroutine[Any, Any, None], step: Any) -> None:
+    def __init__(self, coro: _Send, step: object) -> None:
         self._coro = coro
         self._step = step
 
-    def __await__(self) -> Generator[Any, Any, None]:
+    def __await__(self) -> Generator[object, object, None]:
         coro, step = self._coro, self._step
         while True:
             try:
@@ -121,7 +132,7 @@ class AgentConnection:
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(max_outbound_messages)
         self._send_timeout = send_timeout
         self._logger = logger
-        self._server: Any = None
+        self._server: core.Server | None = None
         self._closed = asyncio.Event()
         # Messages taken for sending and not yet sent (by the writer or a
         # direct sender); a producer sends directly only when it is 0 and
@@ -137,7 +148,7 @@ class AgentConnection:
         return f"AgentConnection(remote_address={self._ws.remote_address!r}, closed={self.closed})"
 
     @property
-    def server(self) -> Any:
+    def server(self) -> core.Server:
         """The core ``Server`` of this connection (its state: positions, pending requests)."""
         if self._server is None:
             raise RuntimeError(
@@ -161,7 +172,9 @@ class AgentConnection:
         """Wait until the connection has ended."""
         await self._closed.wait()
 
-    async def notify(self, method: str, params: Any, **envelope: Any) -> Any:
+    async def notify(
+        self, method: str, params: Fields, **envelope: Unpack[NotifyEnvelope]
+    ) -> core.Notification:
         """Send a notification (``Server.notify`` then the socket); returns the ``Notification``.
 
         Waits for room in the outbound queue (backpressure).  Raises
@@ -170,9 +183,14 @@ class AgentConnection:
         self._check_open()
         outgoing = self.server.notify(method, params, **envelope)
         await self._enqueue(outgoing.data)
-        return outgoing.message
+        return cast(core.Notification, outgoing.message)
 
-    async def request(self, method: str, params: Any, **envelope: Any) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: Fields,
+        **envelope: Unpack[ServerRequestEnvelope],
+    ) -> core.Request:
         """Send a server-initiated request (``Server.request``); returns the ``Request``.
 
         Its outcome arrives at the handler's ``handle_response``.  Raises
@@ -181,9 +199,9 @@ class AgentConnection:
         self._check_open()
         outgoing = self.server.request(method, params, **envelope)
         await self._enqueue(outgoing.data)
-        return outgoing.message
+        return cast(core.Request, outgoing.message)
 
-    async def send_message(self, message: Any) -> None:
+    async def send_message(self, message: core.Message) -> None:
         """Encode and send (or queue) one core message the caller built.
 
         The message is encoded and validated (``samgita_protocol.encode``
@@ -301,7 +319,7 @@ class AgentConnection:
         finally:
             coro.close()  # finished already, unless the lock wait was cancelled
 
-    async def _bounded(self, coro: Coroutine[Any, Any, None], step: Any) -> None:
+    async def _bounded(self, coro: _Send, step: object) -> None:
         # The (rest of the) send, bounded by send_timeout; ``step`` is what
         # coro yielded when it was already started (a bare yield is None).
         try:
@@ -359,13 +377,13 @@ class ConnectionInfo:
 
     connection: AgentConnection
     serial: int
-    remote_address: Any
+    remote_address: SocketAddress
     origin: str | None
     principal: object
     headers: Mapping[str, str]
 
 
-def default_capabilities(handler: Any) -> tuple[str, ...]:
+def default_capabilities(handler: core.Handler) -> tuple[str, ...]:
     """The groups whose request methods the handler implements (used when ``capabilities`` is None)."""
     explicit = getattr(handler, "capabilities", None)
     if explicit is not None:
@@ -387,10 +405,10 @@ def _now() -> float:
 async def run_connection(
     ws: TextConnection,
     *,
-    handler_factory: Callable[[ConnectionInfo], Any],
-    info_fields: Mapping[str, Any],
+    handler_factory: Callable[[ConnectionInfo], core.Handler],
+    make_info: Callable[[AgentConnection], ConnectionInfo],
     capabilities: Sequence[str] | None,
-    server_options: Mapping[str, Any],
+    server_options: Options,
     max_message_bytes: int,
     max_outbound_messages: int,
     send_timeout: float,
@@ -405,7 +423,7 @@ async def run_connection(
         logger=logger,
         max_message_bytes=max_message_bytes,
     )
-    info = ConnectionInfo(connection=conn, **info_fields)
+    info = make_info(conn)
     try:
         handler = handler_factory(info)
         caps = (
@@ -477,16 +495,12 @@ async def run_connection(
             async with asyncio.timeout(1.0):
                 await writer
         writer.cancel()
-        disconnect = getattr(server, "disconnect", None)
-        if disconnect is not None:
-            with contextlib.suppress(Exception):
-                disconnect()
+        with contextlib.suppress(Exception):
+            server.disconnect()
 
 
-async def _tick(server: Any, interval: float) -> None:
-    expire = getattr(server, "expire", None)
-    if expire is None:
-        return
+async def _tick(server: core.Server, interval: float) -> None:
+    expire = server.expire
     while True:
         await asyncio.sleep(interval)
         try:

@@ -25,12 +25,12 @@ import inspect
 import logging
 import ssl as ssl_module
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
-from typing import Any, Final
+from collections.abc import AsyncIterator, Awaitable, Collection, Mapping
+from typing import Final, Literal, Unpack, cast
 
 import samgita_protocol as core
 from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed
 
 from ._checks import (
     check_bool,
@@ -43,7 +43,7 @@ from ._checks import (
     check_write_buffer,
     pick_alias,
 )
-from ._client_policy import HandshakeRejected, NoRedirectConnect, check_url
+from ._client_policy import NoRedirectConnect, check_url
 from ._codes import CloseCode, stream_integrity_reason
 from ._defaults import (
     DEFAULT_CLOSE_TIMEOUT,
@@ -56,14 +56,24 @@ from ._defaults import (
     DEFAULT_TICK,
     DEFAULT_WRITE_LIMIT,
 )
+from ._errors import connect_errors
 from ._redact import RedactingLogger, Secret, as_secret
 from ._textconn import TextClientConnection, bounded
+from ._types import (
+    Fields,
+    NotifyEnvelope,
+    OnRequest,
+    Options,
+    RequestEnvelope,
+    Result,
+)
 
 __all__ = ["Session", "connect"]
 
 DEFAULT_MAX_NOTIFICATIONS: Final = 1024
 _INITIALIZE: Final = "connection/initialize"
-_CLOSED: Final = object()
+#: The end-of-session marker in the notification queue.
+_CLOSED: Final = None
 
 
 async def _discard(ws: ClientConnection) -> None:
@@ -78,26 +88,28 @@ class Session:
     Not thread-safe: use it from the event loop that opened it.
     """
 
+    initialize_result: core.InitializeResult
+    """The ``connection/initialize`` result of the current connection."""
+
     def __init__(self, owner: connect) -> None:
         self._owner = owner
-        self._client: Any = owner._make_client()
+        self._client = owner._make_client()
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
-        self._waiting: dict[str, asyncio.Future[Any]] = {}
+        self._waiting: dict[str, asyncio.Future[Result]] = {}
         # Ids of resume()'s pending stream/resume requests: the reader
         # ingests their page (_page); each leaves when it is settled.
         self._pages: set[str] = set()
         # Unbounded as a container, bounded by _put (max_notifications), so the
         # end-of-session marker always fits.
-        self._notifications: asyncio.Queue[Any] = asyncio.Queue()
+        self._notifications: asyncio.Queue[core.Notification | None] = asyncio.Queue()
         self._room = asyncio.Event()
         # Set whenever the caller takes or acknowledges a notification.
         self._progress = asyncio.Event()
         self._callbacks: set[asyncio.Task[None]] = set()
         self._lost = asyncio.Event()
         self._closing = False
-        self.initialize_result: Any = None
         self.close_code: int | None = None
         self.close_reason: str | None = None
         self.connections = 0
@@ -108,7 +120,7 @@ class Session:
     # -- state ------------------------------------------------------------------------
 
     @property
-    def client(self) -> Any:
+    def client(self) -> core.Client:
         """The core ``Client`` (its state: pending, uncertain, checkpoints)."""
         return self._client
 
@@ -118,11 +130,13 @@ class Session:
         return self._ws is not None and not self._lost.is_set()
 
     @property
-    def uncertain(self) -> Mapping[str, Any]:
+    def uncertain(self) -> Mapping[str, core.Request]:
         """Mutations whose outcome is unknown (``Client.uncertain``)."""
-        return self._client.uncertain  # type: ignore[no-any-return]
+        return self._client.uncertain
 
-    def resolve_uncertain(self, request_id: str, outcome: str) -> None:
+    def resolve_uncertain(
+        self, request_id: str, outcome: Literal["applied", "not_applied"]
+    ) -> None:
         """Clear an uncertain command after reconciling it (``Client.resolve_uncertain``).
 
         Raises ``ProtocolError`` ``unknown_uncertain``, ``ValueError`` for a bad outcome.
@@ -133,7 +147,7 @@ class Session:
         """Processed stream positions to persist (``Client.checkpoints()``,
         ``{stream_id: cursor}``); persist ``session.client.host_id`` beside
         them and pass both back as ``host_id=`` and ``checkpoints=``."""
-        return self._client.checkpoints()  # type: ignore[no-any-return]
+        return self._client.checkpoints()
 
     async def wait_disconnected(self) -> None:
         """Wait until the current socket has ended."""
@@ -143,7 +157,7 @@ class Session:
 
     async def _open(self) -> None:
         owner = self._owner
-        try:
+        with connect_errors(owner._url):
             ws = await NoRedirectConnect(
                 owner._url,
                 additional_headers=[
@@ -166,16 +180,6 @@ class Session:
                     TextClientConnection, owner._max_write_buffer
                 ),
             )
-        except InvalidStatus as exc:
-            code = exc.response.status_code
-            if 300 <= code < 400:
-                raise HandshakeRejected(
-                    code,
-                    f"redirect (HTTP {code}) refused: redirects are never followed",
-                ) from None
-            raise HandshakeRejected(
-                code, f"listener refused the upgrade: HTTP {code}"
-            ) from None
         self._ws = ws
         self._lost = asyncio.Event()
         self.close_code = self.close_reason = None
@@ -190,7 +194,9 @@ class Session:
 
     # -- requests and replies ----------------------------------------------------------
 
-    async def request(self, method: str, params: Any, **envelope: Any) -> Any:
+    async def request(
+        self, method: str, params: Fields, **envelope: Unpack[RequestEnvelope]
+    ) -> Result:
         """Send a request and wait for its outcome; returns the result Struct.
 
         ``envelope`` takes the core ``Client.request`` keywords (``command_id``
@@ -209,10 +215,10 @@ class Session:
         )
         return await self._call(outgoing)
 
-    async def _call(self, outgoing: core.Outgoing) -> Any:
+    async def _call(self, outgoing: core.Outgoing) -> Result:
         # outgoing: the Client's Request with its validated bytes.
-        request: Any = outgoing.message
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        request = cast(core.Request, outgoing.message)
+        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._waiting[request.id] = future
         lost = self._lost
         try:
@@ -241,17 +247,21 @@ class Session:
         if ws is not None and ws.transport is not None:
             ws.transport.abort()
 
-    async def notify(self, method: str, params: Any, **envelope: Any) -> Any:
+    async def notify(
+        self, method: str, params: Fields, **envelope: Unpack[NotifyEnvelope]
+    ) -> core.Notification:
         """Send a notification (``Client.notify``); returns it. Raises ``ProtocolError``, ``ConnectionError``."""
         outgoing = self._client.notify(method, params, **envelope)
         await self._send(outgoing.data)
-        return outgoing.message
+        return cast(core.Notification, outgoing.message)
 
-    async def reply(self, request: Any, result: Any) -> None:
+    async def reply(self, request: core.Request, result: Fields) -> None:
         """Answer an incoming request (an approval) with ``result``. Raises ``ProtocolError``, ``ConnectionError``."""
         await self._send(self._client.reply(request, result).data)
 
-    async def reply_error(self, request: Any, error: Any) -> None:
+    async def reply_error(
+        self, request: core.Request, error: core.ProtocolError
+    ) -> None:
         """Answer an incoming request with a typed error. Raises ``ProtocolError``, ``ConnectionError``."""
         await self._send(self._client.reply_error(request, error).data)
 
@@ -283,12 +293,12 @@ class Session:
 
     # -- notifications -------------------------------------------------------------------
 
-    async def notifications(self) -> AsyncIterator[Any]:
+    async def notifications(self) -> AsyncIterator[core.Notification]:
         """Notifications in arrival order, across reconnects, until the session closes.
 
         Sequenced ones (``stream_id`` + ``cursor``) come from the core's stream
-        buffer; call :meth:`ack` after processing each, so the checkpoint
-        advances.  The queue holds at most ``max_notifications``; while it is
+        buffer; call :meth:`ack` after processing each of them, so the
+        checkpoint advances (ephemeral ones have no cursor and are not acked).  The queue holds at most ``max_notifications``; while it is
         full the reader stops reading the socket (backpressure to the Agent).
         """
         while True:
@@ -299,9 +309,9 @@ class Session:
             self._taken()
             yield item
 
-    def take_notifications(self) -> list[Any]:
+    def take_notifications(self) -> list[core.Notification]:
         """The notifications queued right now, without waiting (for callers that poll)."""
-        taken: list[Any] = []
+        taken: list[core.Notification] = []
         while not self._notifications.empty():
             item = self._notifications.get_nowait()
             if item is _CLOSED:
@@ -311,7 +321,9 @@ class Session:
             taken.append(item)
         return taken
 
-    async def next_notification(self, timeout: float | None = None) -> Any:
+    async def next_notification(
+        self, timeout: float | None = None
+    ) -> core.Notification:
         """Wait for the next notification (``TimeoutError`` after ``timeout`` seconds; ``EOFError`` once closed).
 
         Raises ``TypeError`` when ``timeout`` is neither ``None`` nor a number
@@ -331,10 +343,14 @@ class Session:
         self._taken()
         return item
 
-    def ack(self, notification: Any) -> None:
-        """Mark a sequenced notification processed (``Client.ack_cursor``); ephemeral ones are ignored.
+    def ack(self, notification: core.Notification) -> None:
+        """Mark a sequenced notification processed (``Client.ack_cursor``): the checkpoint advances.
 
-        Raises ``ProtocolError`` ``invalid_cursor`` for a cursor not delivered,
+        Only sequenced notifications (with ``stream_id`` and ``cursor``) are
+        acknowledged; test ``notification.cursor is not samgita_protocol.UNSET``
+        before calling it.  Raises ``ValueError`` naming ``notification`` for
+        an ephemeral one (nothing to acknowledge: it is never replayed),
+        ``ProtocolError`` ``invalid_cursor`` for a cursor not delivered,
         ``TypeError`` when ``notification`` is not a core ``Notification``.
         """
         if not isinstance(notification, core.Notification):
@@ -344,9 +360,14 @@ class Session:
             )
         stream_id = notification.stream_id
         cursor = notification.cursor
-        if isinstance(stream_id, str) and isinstance(cursor, int):
-            self._client.ack_cursor(stream_id, cursor)
-            self._progress.set()
+        if not isinstance(stream_id, str) or not isinstance(cursor, int):
+            raise ValueError(
+                f"notification must be a sequenced notification (stream_id and "
+                f"cursor); {notification.method} is ephemeral and has nothing "
+                "to acknowledge"
+            )
+        self._client.ack_cursor(stream_id, cursor)
+        self._progress.set()
 
     async def resume(self, stream_id: str, *, cursor: int | None = None) -> int:
         """Resume ``stream_id`` from its checkpoint (or ``cursor``) page by page; returns the events the pages held.
@@ -386,7 +407,7 @@ class Session:
                 {"stream_id": stream_id, "cursor": cursor},
                 now=time.monotonic(),
             )
-            self._pages.add(outgoing.message.id)
+            self._pages.add(cast(core.Request, outgoing.message).id)
             # Settled by the reader once it ingested the page (see _page).
             result = await self._call(outgoing)
             total += len(result.events)
@@ -398,7 +419,12 @@ class Session:
         cursor = self._client.checkpoints().get(stream_id, 0)
         return cursor if isinstance(cursor, int) else 0
 
-    async def _page(self, ws: ClientConnection, request: Any, result: Any) -> bool:
+    async def _page(
+        self,
+        ws: ClientConnection,
+        request: core.Request,
+        result: core.StreamResumeResult,
+    ) -> bool:
         # The reader ingests a page of resume() before it takes the message
         # behind it: an event the Agent sends right after the page must find
         # the page ingested (otherwise it is a cursor_gap).  Then resume()
@@ -414,7 +440,9 @@ class Session:
         self._answer(request, result)
         return True
 
-    async def _ingest_page(self, ws: ClientConnection, result: Any) -> None:
+    async def _ingest_page(
+        self, ws: ClientConnection, result: core.StreamResumeResult
+    ) -> None:
         while True:
             self._progress.clear()
             try:
@@ -437,7 +465,9 @@ class Session:
                         await ws.close(CloseCode.PROTOCOL_ERROR, integrity)
                 raise
 
-    def _must_wait(self, exc: core.ProtocolError, result: Any) -> bool:
+    def _must_wait(
+        self, exc: core.ProtocolError, result: core.StreamResumeResult
+    ) -> bool:
         if exc.code != core.ErrorCode.LIMIT_EXCEEDED:
             return False
         data = exc.data or {}
@@ -474,7 +504,7 @@ class Session:
             self._room.clear()
             await self._room.wait()
 
-    async def _put(self, notification: Any) -> None:
+    async def _put(self, notification: core.Notification) -> None:
         # While max_notifications wait, the reader stops here, so the socket
         # is not read and TCP slows the Agent down; nothing is dropped.
         await self._flush()
@@ -550,7 +580,7 @@ class Session:
             self._settle(self._client.disconnect())
             self._lost.set()
 
-    async def _act(self, ws: ClientConnection, effects: list[Any]) -> bool:
+    async def _act(self, ws: ClientConnection, effects: list[core.Effect]) -> bool:
         # False when a page of resume() broke the stream (closed 1002).
         for effect in effects:
             if isinstance(effect, core.ResponseReceived) and self._settled_page(
@@ -562,7 +592,7 @@ class Session:
                 await self._dispatch(effect)
         return True
 
-    def _settled_page(self, request: Any) -> bool:
+    def _settled_page(self, request: core.Request) -> bool:
         # A request was settled: whether it was a page of resume() (then it
         # is one no longer).
         if request.id not in self._pages:
@@ -570,7 +600,7 @@ class Session:
         self._pages.discard(request.id)
         return True
 
-    def _answer(self, request: Any, outcome: Any) -> bool:
+    def _answer(self, request: core.Request, outcome: object) -> bool:
         # Settle the caller waiting for request with its result or its
         # ProtocolError; whether one was waiting.
         future = self._waiting.get(request.id)
@@ -582,7 +612,7 @@ class Session:
             future.set_result(outcome)
         return True
 
-    async def _dispatch(self, effect: Any) -> None:
+    async def _dispatch(self, effect: core.Effect) -> None:
         if isinstance(effect, core.ResponseReceived):
             self._answer(effect.request, effect.result)
         elif isinstance(effect, core.ErrorReceived):
@@ -612,9 +642,7 @@ class Session:
         elif isinstance(effect, core.SendMessage):
             await self._send(effect.data)
 
-    async def _call_back(
-        self, callback: Callable[[Any], Awaitable[None] | None], request: Any
-    ) -> None:
+    async def _call_back(self, callback: OnRequest, request: core.Request) -> None:
         try:
             outcome = callback(request)
             if isinstance(outcome, Awaitable):
@@ -626,7 +654,7 @@ class Session:
                 "on_request callback raised %s", type(exc).__name__
             )
 
-    def _settle(self, effects: Collection[Any]) -> None:
+    def _settle(self, effects: Collection[core.Effect]) -> None:
         for effect in effects:
             if isinstance(effect, core.ErrorReceived):
                 self._settled_page(effect.request)
@@ -669,12 +697,14 @@ class Session:
         if self._ws is not None:
             self._ws.transport.abort()
 
-    async def reconnect(self) -> Any:
+    async def reconnect(self) -> core.InitializeResult:
         """Open a new socket (authenticating again), ``Client.reconnect()``, initialize again.
 
         Returns the new initialize result.  Uncertain commands and stream
         checkpoints are kept; nothing is re-sent.  Raises
-        ``HandshakeRejected``, ``OSError``, ``ProtocolError``.
+        ``HandshakeRejected`` (the listener refused: ``.status``),
+        ``ConnectError`` (not reachable), ``ssl.SSLError``, ``TimeoutError``,
+        ``ProtocolError``.
         """
         await self._drop()
         self._client.reconnect()
@@ -702,7 +732,7 @@ _SET_BY_CONNECT: Final = frozenset(
 )
 
 
-def _client_options(value: Any) -> dict[str, Any]:
+def _client_options(value: object) -> Options:
     """``client_options`` checked: a mapping of core ``Client`` keyword
     arguments that connect(...) does not set itself (``TypeError`` naming
     ``client_options`` and each other key)."""
@@ -730,9 +760,12 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
     Connects, authenticates with ``Authorization: Bearer <token>`` in the
     handshake, and initializes.  Every argument is documented in the package
     README with its default.  Raises ``TypeError`` / ``ValueError`` naming the
-    argument (at construction), ``HandshakeRejected`` (HTTP refusal, any
-    redirect), ``OSError``, ``TimeoutError`` and ``ProtocolError`` (at
-    ``__aenter__``).
+    argument (at construction); at ``__aenter__``: ``HandshakeRejected`` (an
+    HTTP refusal or any redirect; ``.status``, and a message such as
+    ``authentication failed (HTTP 401)``), ``ConnectError`` (nothing
+    listening, unknown host, not a WebSocket answer; the ``host:port`` in the
+    message, chained from the ``OSError``), ``ssl.SSLError`` (certificate),
+    ``TimeoutError`` (``open_timeout``) and ``ProtocolError`` (initialize).
     """
 
     def __init__(
@@ -742,9 +775,9 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         token: str | Secret,
         capabilities: Collection[str],
         required_capabilities: Collection[str] = (),
-        on_request: Callable[[Any], Awaitable[None] | None] | None = None,
+        on_request: OnRequest | None = None,
         host_id: str | None = None,
-        checkpoints: Mapping[str, Any] | None = None,
+        checkpoints: Mapping[str, int] | None = None,
         ssl: ssl_module.SSLContext | None = None,
         allow_insecure_non_loopback: bool = False,
         origin: str | None = None,
@@ -759,7 +792,7 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         max_write_buffer: int | None = None,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
         tick: float = DEFAULT_TICK,
-        client_options: Mapping[str, Any] | None = None,
+        client_options: Options | None = None,
         logger: logging.Logger | None = None,
         max_message_bytes: int | None = None,
     ) -> None:
@@ -844,7 +877,7 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
     def __repr__(self) -> str:
         return f"connect(url={self._url!r}, token={self._token!r})"
 
-    def _make_client(self) -> Any:
+    def _make_client(self) -> core.Client:
         return core.Client(
             capabilities=self._capabilities,
             required_capabilities=self._required,

@@ -60,10 +60,8 @@ WRITE_BUFFER_FULL: Final = "peer is not reading (write buffer full)"
 class _FirstBinary(Connection):
     """Counts messages by their first frame and notes the first binary one."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.messages_started = 0
-        self.first_binary = 0
+    messages_started = 0
+    first_binary = 0
 
     def process_event(self, event: Event) -> None:
         if type(event) is Frame:
@@ -80,6 +78,7 @@ class _FirstBinary(Connection):
 class _BoundedAnswers(Connection):
     """Fails the connection when answers to the peer's frames pile up unread (module docstring)."""
 
+    # args, kwargs: websockets' Connection arguments, passed on unchanged.
     def __init__(self, *args: Any, max_write_buffer: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.max_write_buffer = max_write_buffer

@@ -19,7 +19,13 @@ it (``turn/completed`` with ``interrupted``).
 
 Run it: ``samgita-fake-agent --host 127.0.0.1 --port PORT --token-file FILE``
 or ``python -m samgita_protocol_websocket.fake_agent ...``.  It prints the
-bound URL on stdout and exits 0 on SIGINT/SIGTERM.
+bound URL on stdout, logs on stderr (``--log-level``, default ``INFO``:
+listening, each connection accepted with the peer's address, each refusal
+with its HTTP status and reason, each close with its code, failures with
+their traceback; the token is redacted at every level) and exits 0 on
+SIGINT/SIGTERM.  ``--certfile`` / ``--keyfile`` serve ``wss://``;
+``--allow-insecure-non-loopback`` allows plain ``ws://`` on a non-loopback
+``--host``.
 """
 
 from __future__ import annotations
@@ -27,437 +33,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import itertools
+import logging
 import signal
+import ssl as ssl_module
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Final, TypedDict, Unpack
 
-import msgspec
-import samgita_protocol as core
-
-from ._codes import CloseCode
+from ._agent import AGENT_LOGGER, AgentState, FakeAgent
+from ._checks import is_loopback_host
 from ._listener import serve
-from ._server_loop import AgentConnection, ConnectionInfo
 
 __all__ = ["AgentState", "FakeAgent", "main"]
 
-_ASK_AGAIN = "ask-again"
-GROUPS = (
-    "project_events.v1",
-    "sessions.v1",
-    "streaming.v1",
-    "approvals.v1",
-    "cancellation.v1",
-)
+_log: Final = logging.getLogger(AGENT_LOGGER)
 
 
-def _ts(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+class _AgentOptions(TypedDict, total=False):
+    """The :class:`AgentState` settings :func:`run` takes as keywords."""
 
-
-@dataclass
-class _Turn:
-    turn: Any
-    replay: Any
-    subscribers: set[AgentConnection] = field(default_factory=set)
-    task: asyncio.Task[None] | None = None
-    approval: asyncio.Future[str] | None = None
-    interrupted: bool = False
-
-
-@dataclass
-class AgentState:
-    """State shared by every connection of one fake Agent (events, threads, turns, replay logs).
-
-    ``message_deltas`` deltas per message item, ``delta_interval`` seconds
-    between streamed events (``0`` streams as fast as the socket allows),
-    ``approval_timeout`` seconds an approval may take.
-    """
-
-    message_deltas: int = 8
-    delta_interval: float = 0.01
-    approval_timeout: float = 30.0
-    host_id: str = "fake-agent"
-    events: dict[str, Any] = field(default_factory=dict)
-    reports: dict[str, Any] = field(default_factory=dict)
-    threads: dict[str, Any] = field(default_factory=dict)
-    turns: dict[str, _Turn] = field(default_factory=dict)
-    approvals: dict[str, str] = field(default_factory=dict)
-    counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-
-    def next_id(self, prefix: str) -> str:
-        return f"{prefix}-{next(self.counter)}"
-
-
-class FakeAgent(core.Handler):
-    """The Handler for one connection; ``FakeAgent.factory(state)`` is a ``handler_factory`` for ``serve``."""
-
-    capabilities = GROUPS
-
-    def __init__(self, state: AgentState, connection: AgentConnection) -> None:
-        self.state = state
-        self.connection = connection
-
-    @classmethod
-    def factory(cls, state: AgentState) -> Callable[[ConnectionInfo], FakeAgent]:
-        """A ``handler_factory`` giving every connection a FakeAgent over ``state``."""
-        return lambda info: cls(state, info.connection)
-
-    # -- requests: one method per operation (core.Handler derives methods) ----------------
-
-    def project_event_receive(
-        self, params: core.EventReceiveParams, context: core.RequestContext
-    ) -> core.EventReceiveResult:
-        event = params.event
-        known = self.state.events.get(event.event_id)
-        if known is not None:
-            original = msgspec.structs.replace(
-                known, delivery_attempt_id=event.delivery_attempt_id
-            )
-            if original != event:
-                raise core.ProtocolError(
-                    core.ErrorCode.CONFLICT,
-                    "changed content under an existing event_id",
-                    data={"event_id": event.event_id},
-                )
-        else:
-            self.state.events[event.event_id] = event
-        return core.EventReceiveResult(
-            event_id=event.event_id,
-            delivery_attempt_id=event.delivery_attempt_id,
-            acceptance="received",
-            processing_status="completed"
-            if event.event_id in self.state.reports
-            else "pending",
-        )
-
-    def _known_event(self, event_id: str) -> None:
-        if event_id not in self.state.events:
-            raise core.ProtocolError(
-                core.ErrorCode.NOT_FOUND, "unknown event", data={"event_id": event_id}
-            )
-
-    def project_event_status(
-        self, params: core.EventStatusParams, context: core.RequestContext
-    ) -> core.EventStatusResult:
-        self._known_event(params.event_id)
-        report = self.state.reports.get(params.event_id)
-        return core.EventStatusResult(
-            event_id=params.event_id,
-            acceptance="received",
-            processing_status=report.outcome if report is not None else "pending",
-        )
-
-    def project_event_report(
-        self, params: core.EventReportParams, context: core.RequestContext
-    ) -> core.EventReportResult:
-        self._known_event(params.event_id)
-        self.state.reports[params.event_id] = params
-        return core.EventReportResult(
-            event_id=params.event_id,
-            report_status="recorded",
-            management_acceptance="not_requested",
-        )
-
-    def _thread(self, thread_id: str) -> Any:
-        thread = self.state.threads.get(thread_id)
-        if thread is None:
-            raise core.ProtocolError(
-                core.ErrorCode.NOT_FOUND,
-                "unknown thread",
-                data={"thread_id": thread_id},
-            )
-        return thread
-
-    def thread_start(
-        self, params: core.ThreadStartParams, context: core.RequestContext
-    ) -> core.ThreadStartResult:
-        thread = core.Thread(
-            thread_id=self.state.next_id("thr"),
-            status="active",
-            created_at=_ts(datetime.now(UTC)),
-        )
-        self.state.threads[thread.thread_id] = thread
-        context.notify("thread/started", core.ThreadStartedParams(thread=thread))
-        return core.ThreadStartResult(thread=thread)
-
-    def thread_read(
-        self, params: core.ThreadReadParams, context: core.RequestContext
-    ) -> core.ThreadReadResult:
-        thread = self._thread(params.thread_id)
-        turns = [
-            t.turn
-            for t in self.state.turns.values()
-            if t.turn.thread_id == thread.thread_id
-        ]
-        return core.ThreadReadResult(thread=thread, turns=turns[-256:])
-
-    def thread_resume(
-        self, params: core.ThreadResumeParams, context: core.RequestContext
-    ) -> core.ThreadResumeResult:
-        return core.ThreadResumeResult(thread=self._thread(params.thread_id))
-
-    def turn_start(
-        self, params: core.TurnStartParams, context: core.RequestContext
-    ) -> core.TurnStartResult:
-        thread = self._thread(params.thread_id)
-        turn_id = self.state.next_id("turn")
-        turn = core.Turn(
-            turn_id=turn_id, thread_id=thread.thread_id, status="in_progress"
-        )
-        entry = _Turn(
-            turn=turn, replay=core.Replay(turn_id), subscribers={self.connection}
-        )
-        self.state.turns[turn_id] = entry
-        context.notify("turn/started", core.TurnStartedParams(turn=turn))
-        entry.task = asyncio.get_running_loop().create_task(self._stream(entry))
-        return core.TurnStartResult(turn=turn)
-
-    def _turn_entry(self, thread_id: str, turn_id: str) -> _Turn:
-        entry = self.state.turns.get(turn_id)
-        if entry is None or entry.turn.thread_id != thread_id:
-            raise core.ProtocolError(
-                core.ErrorCode.NOT_FOUND, "unknown turn", data={"turn_id": turn_id}
-            )
-        return entry
-
-    def turn_steer(
-        self, params: core.TurnSteerParams, context: core.RequestContext
-    ) -> core.TurnSteerResult:
-        return core.TurnSteerResult(
-            turn=self._turn_entry(params.thread_id, params.turn_id).turn
-        )
-
-    def turn_interrupt(
-        self, params: core.TurnInterruptParams, context: core.RequestContext
-    ) -> core.TurnInterruptResult:
-        entry = self._turn_entry(params.thread_id, params.turn_id)
-        status: Literal["requested", "already_finished"]
-        if entry.turn.status != "in_progress":
-            status = "already_finished"
-        else:
-            entry.interrupted = True
-            if entry.approval is not None and not entry.approval.done():
-                entry.approval.set_result("interrupted")
-            status = "requested"
-        return core.TurnInterruptResult(
-            thread_id=params.thread_id, turn_id=params.turn_id, interrupt_status=status
-        )
-
-    def stream_resume(
-        self, params: core.StreamResumeParams, context: core.RequestContext
-    ) -> core.StreamResumeResult:
-        entry = self.state.turns.get(params.stream_id)
-        if entry is None:
-            raise core.ProtocolError(
-                core.ErrorCode.NOT_FOUND,
-                "unknown stream",
-                data={"stream_id": params.stream_id},
-            )
-        page: core.StreamResumeResult = entry.replay.page(params.cursor)
-        if not page.has_more:
-            # Events appended from now on go to this connection live, after this page.
-            entry.subscribers.add(self.connection)
-        return page
-
-    def approval_request(
-        self, params: core.ApprovalRequestParams, context: core.RequestContext
-    ) -> core.ApprovalRequestResult:
-        # The host asks the Agent to approve something: this fake never approves.
-        return core.ApprovalRequestResult(
-            approval_id=params.approval_id,
-            action=params.action,
-            decision="deny",
-            reason="the fake agent never approves",
-        )
-
-    def request_cancel(
-        self, params: core.CancelParams, context: core.RequestContext
-    ) -> core.CancelResult:
-        # Every request of this Agent is answered before the next is read.
-        return core.CancelResult(
-            request_id=params.request_id, cancel_status="already_finished"
-        )
-
-    # -- responses to our approval requests -------------------------------------------------------
-
-    def handle_response(self, request: Any, outcome: Any) -> None:
-        approval_id = request.params.approval_id
-        for entry in self.state.turns.values():
-            if (
-                entry.approval is not None
-                and getattr(entry, "approval_id", None) == approval_id
-            ):
-                if not entry.approval.done():
-                    if (
-                        isinstance(outcome, core.ProtocolError)
-                        and outcome.code == "disconnected"
-                    ):
-                        entry.approval.set_result(_ASK_AGAIN)
-                    elif isinstance(outcome, core.ProtocolError):
-                        entry.approval.set_result("error:" + str(outcome.code))
-                    else:
-                        entry.approval.set_result(outcome.decision)
-
-    # -- the streamed turn -----------------------------------------------------------------------
-
-    async def _emit(self, entry: _Turn, method: str, params: Any) -> None:
-        ephemeral = core.Notification(method=method, params=params)
-        # The bytes append validated (its Outgoing's data): every subscriber
-        # gets them without a second encode.
-        wire = entry.replay.append(ephemeral).data
-        group = core.METHODS[method].group
-        for conn in list(entry.subscribers):
-            if conn.closed:
-                entry.subscribers.discard(conn)
-                continue
-            negotiated = conn.server.capabilities
-            if group not in negotiated:
-                continue  # retained for stream/resume; this peer did not negotiate the group
-            try:
-                if "streaming.v1" in negotiated:
-                    await conn.send_encoded(wire)
-                else:
-                    # Without streaming.v1 a peer cannot resume, so it gets
-                    # the event unsequenced.
-                    await conn.send_message(ephemeral)
-            except ConnectionError:
-                entry.subscribers.discard(conn)
-            except core.ProtocolError as exc:
-                # The stream cannot go on on this connection without a hole:
-                # end it (1011) rather than silently stop sending, so the
-                # client reconnects and resumes from its checkpoint.
-                entry.subscribers.discard(conn)
-                await conn.close(
-                    CloseCode.INTERNAL_ERROR, f"cannot send {method}: {exc.code}"
-                )
-
-    async def _pause(self) -> None:
-        await asyncio.sleep(self.state.delta_interval)
-
-    async def _message_item(self, entry: _Turn, item_id: str, words: str) -> None:
-        t = entry.turn
-        await self._emit(
-            entry,
-            "item/started",
-            core.ItemStartedParams(
-                thread_id=t.thread_id,
-                turn_id=t.turn_id,
-                item=core.Item(item_id=item_id, type="message"),
-            ),
-        )
-        text = ""
-        for n in range(self.state.message_deltas):
-            if entry.interrupted:
-                return
-            delta = f"{words} {n + 1}. "
-            text += delta
-            await self._pause()
-            await self._emit(
-                entry,
-                "item/delta",
-                core.ItemDeltaParams(
-                    thread_id=t.thread_id,
-                    turn_id=t.turn_id,
-                    item_id=item_id,
-                    delta=delta,
-                ),
-            )
-        await self._emit(
-            entry,
-            "item/completed",
-            core.ItemCompletedParams(
-                thread_id=t.thread_id,
-                turn_id=t.turn_id,
-                item=core.Item(
-                    item_id=item_id, type="message", text=text, status="completed"
-                ),
-            ),
-        )
-
-    async def _stream(self, entry: _Turn) -> None:
-        t = entry.turn
-        status = "completed"
-        try:
-            await self._message_item(entry, f"{t.turn_id}-item-1", "thinking")
-            decision = "interrupted"
-            if not entry.interrupted:
-                decision = await self._ask_approval(entry)
-            if not entry.interrupted:
-                item = core.Item(
-                    item_id=f"{t.turn_id}-item-2",
-                    type="tool_call",
-                    text=f"write_file: {'ran' if decision == 'approve' else 'skipped (' + decision + ')'}",
-                    status="completed" if decision == "approve" else "failed",
-                )
-                await self._emit(
-                    entry,
-                    "item/completed",
-                    core.ItemCompletedParams(
-                        thread_id=t.thread_id, turn_id=t.turn_id, item=item
-                    ),
-                )
-                await self._message_item(entry, f"{t.turn_id}-item-3", "answer")
-            if entry.interrupted:
-                status = "interrupted"
-        except Exception:
-            status = "failed"
-        entry.turn = msgspec.structs.replace(t, status=status)
-        # Part of the stream too, so a client that was away learns the end on resume.
-        with contextlib.suppress(Exception):
-            await self._emit(
-                entry, "turn/completed", core.TurnCompletedParams(turn=entry.turn)
-            )
-
-    async def _send_approval(self, entry: _Turn, params: Any) -> None:
-        while True:
-            if entry.interrupted:
-                assert entry.approval is not None
-                if not entry.approval.done():
-                    entry.approval.set_result("interrupted")
-                return
-            for conn in list(entry.subscribers):
-                if conn.closed:
-                    continue
-                try:
-                    await conn.request("approval/request", params)
-                    return
-                except (ConnectionError, core.ProtocolError):
-                    continue
-            await asyncio.sleep(0.05)  # no client connected: wait for one to resume
-
-    async def _ask_approval(self, entry: _Turn) -> str:
-        loop = asyncio.get_running_loop()
-        approval_id = self.state.next_id("approval")
-        entry.approval = loop.create_future()
-        entry.approval_id = approval_id  # type: ignore[attr-defined]
-        deadline = datetime.now(UTC) + timedelta(seconds=self.state.approval_timeout)
-        params = core.ApprovalRequestParams(
-            approval_id=approval_id,
-            action=core.Action(
-                kind="write_file", description="write notes.txt in the workspace"
-            ),
-            deadline=_ts(deadline),
-            thread_id=entry.turn.thread_id,
-            turn_id=entry.turn.turn_id,
-        )
-        try:
-            async with asyncio.timeout(self.state.approval_timeout):
-                while True:
-                    await self._send_approval(entry, params)
-                    decision = await entry.approval
-                    if decision != _ASK_AGAIN:
-                        break
-                    # The connection carrying the request ended unanswered: ask
-                    # again (same approval_id, action and deadline) on the next one.
-                    entry.approval = loop.create_future()
-        except TimeoutError:
-            decision = "expired"
-        self.state.approvals[approval_id] = decision
-        return decision
+    message_deltas: int
+    delta_interval: float
+    approval_timeout: float
+    host_id: str
 
 
 async def run(
@@ -466,9 +64,17 @@ async def run(
     token: str,
     *,
     ready: Callable[[str], None] | None = None,
-    **state: Any,
+    ssl: ssl_module.SSLContext | None = None,
+    allow_insecure_non_loopback: bool = False,
+    **state: Unpack[_AgentOptions],
 ) -> None:
-    """Serve a FakeAgent until SIGINT/SIGTERM (or cancellation)."""
+    """Serve a FakeAgent until SIGINT/SIGTERM (or cancellation).
+
+    ``ssl`` and ``allow_insecure_non_loopback`` are ``serve``'s; ``state``
+    are :class:`AgentState` fields.  Raises what ``serve`` raises
+    (``ValueError`` naming the argument, ``OSError`` when the address
+    cannot be bound).
+    """
     agent_state = AgentState(**state)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -481,14 +87,19 @@ async def run(
         port=port,
         token=token,
         host_id=agent_state.host_id,
+        ssl=ssl,
+        allow_insecure_non_loopback=allow_insecure_non_loopback,
     ) as listener:
         if ready is not None:
             ready(listener.url)
         await stop.wait()
+        _log.info("stopping (signal received)")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point ``samgita-fake-agent``; returns the exit status."""
+_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="samgita-fake-agent",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
@@ -496,13 +107,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to bind (default 127.0.0.1; loopback only)",
+        help="address to bind (default 127.0.0.1); any other than loopback "
+        "needs --certfile or --allow-insecure-non-loopback",
     )
     parser.add_argument(
         "--port", type=int, default=0, help="port (default 0: any free port)"
     )
     parser.add_argument(
         "--token-file", required=True, help="file whose first line is the bearer token"
+    )
+    parser.add_argument(
+        "--certfile",
+        help="PEM certificate chain: serve wss:// (TLS) with it",
+    )
+    parser.add_argument(
+        "--keyfile",
+        help="PEM private key of --certfile (default: read from --certfile)",
+    )
+    parser.add_argument(
+        "--allow-insecure-non-loopback",
+        action="store_true",
+        help="serve plain ws:// (no TLS) on a non-loopback --host: anyone on "
+        "that network can read the token",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=_LOG_LEVELS,
+        default="INFO",
+        help="log on stderr from this level (default INFO: connections, "
+        "refusals, closes, failures; DEBUG adds every frame, token redacted)",
     )
     parser.add_argument(
         "--deltas", type=int, default=8, help="deltas per message item (default 8)"
@@ -513,16 +147,73 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0.01,
         help="seconds between streamed events (default 0.01)",
     )
+    return parser
+
+
+def _server_context(certfile: str, keyfile: str | None) -> ssl_module.SSLContext:
+    """A TLS server context (the ``ssl`` module's defaults) with ``certfile``
+    and ``keyfile`` loaded; ``OSError`` / ``ssl.SSLError`` when they cannot be."""
+    context = ssl_module.SSLContext(ssl_module.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certfile, keyfile)
+    return context
+
+
+def _configure_logging(level: str) -> None:
+    """The command's logging (the library configures none): records of
+    ``level`` and above on stderr.  Below DEBUG ``websockets``' own records
+    (which repeat the listener's ``samgita_protocol_websocket.server`` ones
+    without the peer's address) only from WARNING."""
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if level != "DEBUG":
+        logging.getLogger("websockets").setLevel(
+            max(logging.WARNING, logging.getLevelNamesMapping()[level])
+        )
+
+
+def _fail(message: str) -> int:
+    print(f"samgita-fake-agent: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point ``samgita-fake-agent``; returns the exit status.
+
+    Prints the bound URL on stdout, logs on stderr (``--log-level``), exits 0
+    on SIGINT/SIGTERM and 2 (with a message naming the flag) on bad options.
+    """
+    parser = _parser()
     args = parser.parse_args(argv)
+    if args.keyfile is not None and args.certfile is None:
+        return _fail("--keyfile needs --certfile")
+    if args.certfile is None and not args.allow_insecure_non_loopback:
+        if not is_loopback_host(args.host):
+            return _fail(
+                f"--host {args.host} is not a loopback address: pass --certfile "
+                "(and --keyfile) to serve wss://, or --allow-insecure-non-loopback "
+                "to serve plain ws:// on it"
+            )
     try:
         with open(args.token_file, encoding="utf-8") as f:
             token = f.readline().strip()
     except OSError as exc:
-        print(
-            f"samgita-fake-agent: cannot read --token-file: {exc.strerror}",
-            file=sys.stderr,
-        )
-        return 2
+        return _fail(f"cannot read --token-file: {exc.strerror}")
+    context = None
+    if args.certfile is not None:
+        try:
+            context = _server_context(args.certfile, args.keyfile)
+        except OSError as exc:  # ssl.SSLError included
+            files = f"--certfile {args.certfile}"
+            if args.keyfile is not None:
+                files += f" / --keyfile {args.keyfile}"
+            why = exc.strerror or str(exc)
+            if isinstance(exc, ssl_module.SSLError):
+                why = f"not a PEM certificate chain and its private key ({why})"
+            return _fail(f"cannot load {files}: {why}")
+    _configure_logging(args.log_level)
 
     def ready(url: str) -> None:
         print(url, flush=True)
@@ -534,13 +225,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.port,
                 token,
                 ready=ready,
+                ssl=context,
+                allow_insecure_non_loopback=args.allow_insecure_non_loopback,
                 message_deltas=args.deltas,
                 delta_interval=args.delta_interval,
             )
         )
     except (ValueError, TypeError, OSError) as exc:
-        print(f"samgita-fake-agent: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc))
     return 0
 
 
