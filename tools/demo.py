@@ -23,8 +23,10 @@ import tempfile
 from datetime import UTC, datetime
 from typing import Any
 
+import demo_codex  # `--codex`: the same kind of flow against the real Codex
 import samgita_protocol as core
 from samgita_protocol_websocket import HandshakeRejected, connect
+from transcript import Transcript
 
 GROUPS = [
     "project_events.v1",
@@ -33,24 +35,6 @@ GROUPS = [
     "approvals.v1",
     "cancellation.v1",
 ]
-
-
-class Transcript:
-    def __init__(self) -> None:
-        self.failures: list[str] = []
-        self.checks = 0
-
-    def say(self, arrow: str, text: str) -> None:
-        print(f"  {arrow} {text}", flush=True)
-
-    def step(self, title: str) -> None:
-        print(f"\n== {title}", flush=True)
-
-    def check(self, ok: bool, what: str) -> None:
-        self.checks += 1
-        print(f"  [{'ok' if ok else 'FAILED'}] {what}", flush=True)
-        if not ok:
-            self.failures.append(what)
 
 
 def _now() -> str:
@@ -400,6 +384,10 @@ async def main() -> int:
                 "10",
                 "--delta-interval",
                 "0.02",
+                # its INFO log (connections, refusals, closes) would interleave
+                # with the transcript on the terminal
+                "--log-level",
+                "WARNING",
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -417,21 +405,12 @@ async def main() -> int:
             agent.terminate()
             code = agent.wait(10)
             t.check(code == 0, "the fake Agent exited cleanly on SIGTERM")
-    print()
-    if t.failures:
-        print(f"FAILED: {len(t.failures)} of {t.checks} checks")
-        for failure in t.failures:
-            print(f"  - {failure}")
-        return 1
-    print(f"OK: all {t.checks} checks held")
-    return 0
+    return t.finish()
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--codex"]:
         # The Codex mode (tools/demo_codex.py): the real codex app-server.
-        import demo_codex
-
         raise SystemExit(asyncio.run(demo_codex.main()))
     if sys.argv[1:]:
         print("usage: tools/demo [--codex]", file=sys.stderr)

@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import gen_codex_types  # the pinned binary lookup and version check
 import record_codex as scripted  # the scripted model test_codex_real.py uses too
-from demo import Transcript  # the fake-Agent flow's transcript format
+from transcript import Transcript  # the transcript format of both demos
 
 #: Every group the native client offers; the bridge must answer with exactly
 #: the ones Codex can serve.
@@ -611,12 +611,5 @@ async def main() -> int:
             await run(t, binary, Path(tmp))
         except Exception as exc:  # noqa: BLE001 - any failure is a failed check in the transcript
             t.check(False, f"flow raised {type(exc).__name__}: {exc}")
-    print()
     took = time.monotonic() - began
-    if t.failures:
-        print(f"FAILED: {len(t.failures)} of {t.checks} checks ({took:.1f} s)")
-        for failure in t.failures:
-            print(f"  - {failure}")
-        return 1
-    print(f"OK: all {t.checks} checks held against the real Codex ({took:.1f} s)")
-    return 0
+    return t.finish(" against the real Codex", f" ({took:.1f} s)")

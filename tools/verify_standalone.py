@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Prove each package builds, installs and passes its tests outside the repo.
 
-Stdlib only. For each distribution (the core, the websocket and codex
+Needs the standard library and ``packaging`` (requirements, specifiers and
+versions; pinned in hatch.toml's ``default`` and ``standalone``
+environments). For each distribution (the core, the websocket and codex
 siblings, and the core's examples/consumer project), in a temporary
 directory outside the repository:
 
@@ -21,7 +23,10 @@ directory outside the repository:
 5. copy the unpacked sdist without ``src/`` (so ``tests/``, pytest's
    configuration in ``pyproject.toml``, the README) into an empty directory
    and run pytest there, so the tests import the installed wheel, never a
-   source tree.
+   source tree. The run loads tools/pytest_outcomes.py (a copy outside the
+   repository on PYTHONPATH), which records pytest's outcome counts; when
+   ``$SAMGITA_PYTEST_OUTCOMES`` names a file (tools/checks.py sets it), each
+   run's outcome is appended there too, labelled with the distribution.
 
 Then it installs ``samgita-protocol[websocket]`` and
 ``samgita-protocol[codex]`` from the fresh wheels alone, checks the extras
@@ -43,10 +48,10 @@ Exits 1 if anything failed, with a summary at the end.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import email.parser
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +63,13 @@ import venv
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest_outcomes
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -111,7 +123,8 @@ PACKAGES = (
     ),
 )
 EXTRAS = {"websocket": "samgita_protocol_websocket", "codex": "samgita_protocol_codex"}
-OURS = re.compile(r"^samgita[-_.]protocol", re.IGNORECASE)
+# The (normalized) name prefix of our own distributions.
+OURS = "samgita-protocol"
 IGNORED = shutil.ignore_patterns(
     "__pycache__",
     "*.pyc",
@@ -125,8 +138,8 @@ IGNORED = shutil.ignore_patterns(
     ".venv",
     "node_modules",
 )
-SUMMARY = re.compile(r"^=+ .*\d+ (passed|failed|errors?).* =+$")
-HIDDEN = re.compile(r"(\d+) (skipped|xfailed|xpassed)")
+# Test outcomes that fail a run although pytest exited 0.
+HIDDEN = ("skipped", "xfailed", "xpassed")
 # Caches kept inside the repository (gitignored), unless already set.
 CACHE_DEFAULTS = {
     "PIP_CACHE_DIR": ROOT / ".tools" / "pip-cache",
@@ -191,41 +204,42 @@ def only_file(directory: Path, pattern: str) -> Path:
     return found[0]
 
 
-def normalize_requirement(req: str) -> tuple[str, frozenset[str], str]:
-    """'a>=1,<2; extra == "x"' -> ('a', {'>=1', '<2'}, 'extra=="x"'), loosely."""
-    text, _, marker = req.partition(";")
-    m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)", text)
-    if not m:
-        raise Failure(f"cannot parse requirement {req!r}")
-    name = re.sub(r"[-_.]+", "-", m.group(1)).lower() + (m.group(2) or "").replace(
-        " ", ""
-    )
-    specs = frozenset(
-        s.strip().replace(" ", "")
-        for s in m.group(3).strip("()").split(",")
-        if s.strip()
-    )
-    marker = re.sub(r"\s+", "", marker).replace("'", '"')
-    return name, specs, marker
+def is_ours(name: str) -> bool:
+    """Whether the distribution ``name`` (any spelling) is one of ours."""
+    return canonicalize_name(name).startswith(OURS)
+
+
+def parse_requirement(req: str) -> Requirement:
+    try:
+        return Requirement(req)
+    except InvalidRequirement as e:
+        raise Failure(f"cannot parse requirement {req!r}: {e}") from None
+
+
+def normalize_requirement(req: str) -> tuple[str, SpecifierSet, str]:
+    """``'Foo_Bar[X] >=1, <2; extra == 'x''`` -> ``('foo-bar[x]',
+    SpecifierSet('<2,>=1'), 'extra == "x"')``: the canonical name with its
+    sorted extras, the specifier set and the normalized marker, so that
+    spellings of the same requirement compare equal."""
+    parsed = parse_requirement(req)
+    extras = sorted(canonicalize_name(e) for e in parsed.extras)
+    name = canonicalize_name(parsed.name) + (f"[{','.join(extras)}]" if extras else "")
+    marker = str(parsed.marker) if parsed.marker is not None else ""
+    return name, parsed.specifier, marker
 
 
 def declared_requirements(
     pyproject: dict[str, object],
-) -> set[tuple[str, frozenset[str], str]]:
+) -> set[tuple[str, SpecifierSet, str]]:
     project = pyproject["project"]
     assert isinstance(project, dict)
     out = {normalize_requirement(r) for r in project.get("dependencies", [])}
     for extra, reqs in project.get("optional-dependencies", {}).items():
         for r in reqs:
             name, specs, marker = normalize_requirement(r)
-            extra_marker = f'extra=="{extra}"'
-            out.add(
-                (
-                    name,
-                    specs,
-                    f"({marker})and{extra_marker}" if marker else extra_marker,
-                )
-            )
+            extra_marker = f'extra == "{extra}"'
+            both = f"({marker}) and {extra_marker}" if marker else extra_marker
+            out.add((name, specs, str(Marker(both))))
     return out
 
 
@@ -255,12 +269,20 @@ def path_for(venv_bin: Path, path: str, dev_bins: set[str]) -> str:
     return os.pathsep.join([str(venv_bin), *kept])
 
 
+def pulled(req: Requirement, extras: tuple[str, ...] = ()) -> bool:
+    """Whether installing with ``extras`` (none: ``""``) pulls ``req``."""
+    if req.marker is None:
+        return True
+    return any(req.marker.evaluate({"extra": extra}) for extra in extras or ("",))
+
+
 def third_party_requirements(wheels: list[Path]) -> list[str]:
-    """Requirements (without extras markers) of the wheels that are not ours."""
+    """Requirements of the wheels (without extras) that are not ours."""
     reqs: list[str] = []
     for wheel in wheels:
         for req in wheel_metadata(wheel).get_all("Requires-Dist") or []:
-            if "extra ==" in req or OURS.match(req):
+            parsed = parse_requirement(req)
+            if is_ours(parsed.name) or not pulled(parsed):
                 continue
             reqs.append(req)
     return sorted(set(reqs))
@@ -277,6 +299,13 @@ class Verifier:
         self.built: dict[str, Path] = {}
         self.unpacked: dict[str, Path] = {}
         self.newest_msgspec: str | None = None
+        # The outcome recorder for the test runs, copied out of the
+        # repository; where tools/checks.py wants their outcomes, if it does.
+        self.plugins = tmp / "plugins"
+        self.plugins.mkdir()
+        shutil.copy(pytest_outcomes.__file__, self.plugins)
+        out = os.environ.get(pytest_outcomes.ENV)
+        self.outcomes_out = Path(out) if out else None
         self.env = dict(os.environ)
         for var, default in CACHE_DEFAULTS.items():
             self.env.setdefault(var, str(default))
@@ -291,6 +320,7 @@ class Verifier:
             "VIRTUAL_ENV",
             "PYTHONHOME",
             "PIP_REQUIRE_VIRTUALENV",
+            pytest_outcomes.ENV,  # each test run gets its own file
         ):
             self.env.pop(var, None)
         self.env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
@@ -404,10 +434,9 @@ class Verifier:
                 raise Failure(f"{dist} is needed but was not built")
             seen[dist] = self.built[dist]
             for req in wheel_metadata(self.built[dist]).get_all("Requires-Dist") or []:
-                name, _, marker = normalize_requirement(req)
-                wanted_extra = any(f'extra=="{e}"' in marker for e in extras)
-                if OURS.match(name) and (not marker or wanted_extra):
-                    todo.append(name)
+                parsed = parse_requirement(req)
+                if is_ours(parsed.name) and pulled(parsed, extras):
+                    todo.append(canonicalize_name(parsed.name))
         return list(seen.values())
 
     def install(
@@ -417,7 +446,7 @@ class Verifier:
         extra_third_party: list[str],
         extras: tuple[str, ...] = (),
     ) -> None:
-        bare = [re.sub(r"\[.*\]$", "", d) for d in ours]
+        bare: list[str] = [canonicalize_name(parse_requirement(d).name) for d in ours]
         third = third_party_requirements(self.closure(bare, extras))
         wanted = sorted(set(third) | set(extra_third_party))
         env = self.venv_env(python)
@@ -451,9 +480,9 @@ class Verifier:
         for item in installed:
             name = item["metadata"]["name"]
             url = item.get("download_info", {}).get("url", "")
-            if OURS.match(name) and str(self.wheelhouse) not in url:
+            if is_ours(name) and str(self.wheelhouse) not in url:
                 raise Failure(f"{name} did not come from the fresh wheels ({url})")
-            if not OURS.match(name):
+            if not is_ours(name):
                 raise Failure(
                     f"{name} was not installed with the third-party requirements first"
                 )
@@ -478,12 +507,11 @@ class Verifier:
             f"   msgspec {version} in this venv (newest in range: {newest})", flush=True
         )
         if newest.startswith("unknown"):
-            floor = self.msgspec_floor()
-            if version == floor:
+            if Version(version) == self.msgspec_floor():
                 raise Failure(
                     f"msgspec {version} is the floor of the range, not the newest release"
                 )
-        elif version != newest:
+        elif Version(version) != Version(newest):
             raise Failure(
                 f"msgspec {version} installed, the newest in range is {newest}"
             )
@@ -492,53 +520,57 @@ class Verifier:
             f"(newest in range: {newest})",
         )
 
-    def msgspec_floor(self) -> str:
-        """The floor release of the core's msgspec range, e.g. "0.22.0"."""
-        spec = self.msgspec_spec()
-        m = re.search(r">=\s*([0-9][0-9.]*)", spec)
-        if not m:
-            raise Failure(f"no floor in the core's msgspec requirement {spec!r}")
-        floor = m.group(1)
-        return floor if floor.count(".") >= 2 else floor + ".0"
+    def msgspec_floor(self) -> Version:
+        """The floor release of the core's msgspec range, e.g. 0.22."""
+        spec = self.msgspec_range()
+        floors = [Version(s.version) for s in spec if s.operator == ">="]
+        if len(floors) != 1:
+            raise Failure(f"no single floor in the core's msgspec range {spec}")
+        return floors[0]
 
-    def msgspec_spec(self) -> str:
+    def msgspec_range(self) -> SpecifierSet:
+        """The core's msgspec requirement (from the sdist's pyproject.toml)."""
         core = self.unpacked.get("samgita-protocol")
         pyproject = (core or ROOT / "packages" / "samgita-protocol") / "pyproject.toml"
         deps = tomllib.loads(pyproject.read_text("utf-8"))["project"]["dependencies"]
-        [req] = [d for d in deps if d.startswith("msgspec")]
-        return str(req)[len("msgspec") :]
+        [req] = [
+            r
+            for r in map(parse_requirement, deps)
+            if canonicalize_name(r.name) == "msgspec"
+        ]
+        return req.specifier
 
     def newest_in_range(self, python: Path) -> str:
         """Newest msgspec on the index within the core's range (asked once,
-        with the venv's own pip and its vendored ``packaging``); "unknown
-        (...)" when the index cannot be listed (then only the floor is ruled
-        out)."""
+        with the venv's own pip: ``pip index versions``); "unknown (...)"
+        when the index cannot be listed (then only the floor is ruled out)."""
         if self.newest_msgspec is not None:
             return self.newest_msgspec
-        script = (
-            "import json, subprocess, sys\n"
-            "from pip._vendor.packaging.specifiers import SpecifierSet\n"
-            "from pip._vendor.packaging.version import Version\n"
-            "out = subprocess.run([sys.executable, '-m', 'pip', 'index', 'versions',"
-            " 'msgspec'], capture_output=True, text=True)\n"
-            "line = next((l for l in out.stdout.splitlines()"
-            " if l.startswith('Available versions:')), '')\n"
-            "versions = [v.strip() for v in line.partition(':')[2].split(',') if v.strip()]\n"
-            "spec = SpecifierSet(sys.argv[1])\n"
-            "ok = sorted((Version(v) for v in versions if Version(v) in spec), reverse=True)\n"
-            "print(str(ok[0]) if ok else 'unknown (pip index versions: '"
-            " + (out.stderr.strip().splitlines() or ['no versions'])[-1] + ')')\n"
-        )
         try:
-            newest = run(
-                [str(python), "-c", script, self.msgspec_spec()],
+            out = run(
+                [str(python), "-m", "pip", "index", "versions", "msgspec"],
                 cwd=self.tmp,
                 env=self.venv_env(python),
-            ).strip()
+            )
         except Failure as e:
-            newest = f"unknown ({str(e).splitlines()[0]})"
-        self.newest_msgspec = newest
-        return newest
+            self.newest_msgspec = f"unknown ({str(e).splitlines()[0]})"
+            return self.newest_msgspec
+        line = next(
+            (x for x in out.splitlines() if x.startswith("Available versions:")), ""
+        )
+        versions = []
+        for text in filter(None, map(str.strip, line.partition(":")[2].split(","))):
+            try:
+                versions.append(Version(text))
+            except InvalidVersion:
+                continue  # not a PEP 440 version: never the newest in range
+        in_range = sorted(self.msgspec_range().filter(versions), reverse=True)
+        self.newest_msgspec = (
+            str(in_range[0])
+            if in_range
+            else "unknown (pip index versions listed none in range)"
+        )
+        return self.newest_msgspec
 
     def check_metadata(self, python: Path, pkg: Package) -> None:
         pyproject = tomllib.loads(
@@ -588,26 +620,30 @@ class Verifier:
             raise Failure(
                 f"{pkg.module} imported from {location}, not the installed wheel"
             )
-        print(
-            f"   $ {python} -m pytest -p no:cacheprovider tests   (in {where})",
-            flush=True,
-        )
+        record = self.tmp / "outcomes" / f"{pkg.dist}.jsonl"
+        record.parent.mkdir(exist_ok=True)
+        argv = [str(python), "-m", "pytest", "-p", "no:cacheprovider"]
+        argv += [*pytest_outcomes.PYTEST_ARGS, "tests"]
+        print(f"   $ {' '.join(argv)}   (in {where})", flush=True)
         proc = subprocess.run(
-            [str(python), "-m", "pytest", "-p", "no:cacheprovider", "tests"],
+            argv,
             cwd=where,
-            env=env,
+            # The outcome recorder from outside the repository (only it).
+            env=dict(env, PYTHONPATH=str(self.plugins))
+            | {pytest_outcomes.ENV: str(record)},
             capture_output=True,
             text=True,
             errors="replace",
             check=False,
         )
-        lines = proc.stdout.strip().splitlines()
-        summary = next(
-            (line for line in reversed(lines) if SUMMARY.match(line.strip())), ""
-        )
-        # Echo pytest's own closing line so tools/checks.py can count it.
-        if summary:
-            print(summary, flush=True)
+        outcomes = pytest_outcomes.read(record)
+        summary = "; ".join(o.summary for o in outcomes) or "no outcome recorded"
+        print(f"   pytest: {summary}", flush=True)
+        if self.outcomes_out is not None:
+            # tools/checks.py counts these (labelled with the distribution).
+            for outcome in outcomes:
+                labelled = dataclasses.replace(outcome, label=pkg.dist)
+                pytest_outcomes.append(self.outcomes_out, labelled)
         if proc.returncode != 0:
             out = (proc.stdout + proc.stderr).strip().splitlines()
             # The short summary names every failure; fall back to the tail.
@@ -615,17 +651,20 @@ class Verifier:
                 i for i, line in enumerate(out) if "short test summary info" in line
             ]
             shown = out[marks[-1] :] if marks else out[-60:]
-            # pytest's closing line was echoed above already (counted once).
-            shown = [line for line in shown if not SUMMARY.match(line.strip())]
             tail = "\n      ".join(shown[-80:])
             raise Failure(f"pytest exit {proc.returncode}:\n      {tail}")
-        hidden = HIDDEN.findall(summary)
+        if len(outcomes) != 1:
+            raise Failure(
+                f"pytest recorded {len(outcomes)} outcomes, not 1"
+                " (tools/pytest_outcomes.py did not run?)"
+            )
+        hidden = [f"{n} {k}" for k in HIDDEN if (n := outcomes[0].count(k))]
         if hidden:
-            what = ", ".join(f"{n} {word}" for n, word in hidden)
-            raise Failure(f"pytest {what}: every test must run ({summary.strip('= ')})")
+            what = ", ".join(hidden)
+            raise Failure(f"pytest {what}: every test must run ({summary})")
         self.report.ok(
             f"{pkg.dist}: tests from the sdist against the installed wheel",
-            f"({summary.strip('= ')})",
+            f"({summary})",
         )
 
     def verify_package(self, pkg: Package) -> None:

@@ -82,11 +82,16 @@ class Client(Stateful):
         checkpoints: the ``dict[str, int]`` of :meth:`checkpoints` (stream id
             to processed cursor) to restore after a process restart; they
             belong to ``host_id``, which must be given.
-        max_outstanding_requests, max_uncertain_commands,
-        max_incoming_requests, max_buffered_notifications, max_completed,
-        max_streams, max_stream_hashes, max_message_bytes: the bounds of
-            ``docs/protocol.md`` section 9 (defaults 64, 64, 64, 128, 128, 64,
-            128, 1 MiB).
+        max_outstanding_requests: requests waiting for a response (64).
+        max_uncertain_commands: mutations held in ``uncertain`` (64).
+        max_incoming_requests: the host's requests waiting for ``reply`` (64).
+        max_buffered_notifications: undelivered stream notifications (128).
+        max_completed: the window of completed request ids (128).
+        max_streams: streams with a position (64).
+        max_stream_hashes: received but unprocessed events whose content a
+            stream retains (128).
+        max_message_bytes: every message in and out (1 MiB). These are the
+            bounds of ``docs/protocol.md`` section 9.
         request_timeout: seconds a request waits for its response (default
             30), or ``request_timeout_ms`` in milliseconds (not both).
 
