@@ -73,8 +73,7 @@ def main() -> None:
 
     notes = client.drain()  # the sequenced notifications, in cursor order
     for note in notes:
-        assert isinstance(note.stream_id, str) and isinstance(note.cursor, int)
-        client.ack_cursor(note.stream_id, note.cursor)
+        client.ack(note)
     text = "".join(n.params.delta for n in notes if n.method == "item/delta")
     print(f"stream {notes[0].stream_id}: {len(notes)} events processed by the Client")
     print(f"the deltas add up to {text!r}")

@@ -179,8 +179,7 @@ def main() -> None:
     print(f"turn/start cmd-2 -> {turn.turn.turn_id} ({turn.turn.status})")
     for note in client.drain():  # the sequenced notifications, in cursor order
         print(f"  [{note.stream_id} #{note.cursor}] {note.method}")
-        assert isinstance(note.stream_id, str) and isinstance(note.cursor, int)
-        client.ack_cursor(note.stream_id, note.cursor)  # processed: checkpoint moves
+        client.ack(note)  # processed: the checkpoint moves
     print(
         f"checkpoints {client.checkpoints()}; {len(agent.replay)} events in the Replay"
     )

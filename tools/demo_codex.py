@@ -250,7 +250,7 @@ class Session:
             )
         else:
             self.t.say("<-", f"[{n.cursor}] {n.method}")
-        self.client.ack_cursor(n.stream_id, n.cursor)
+        self.client.ack(n)
         if self.on_processed is not None:
             self.on_processed(n)
 

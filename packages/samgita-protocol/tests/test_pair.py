@@ -6,10 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import pytest
 
 from helpers import EVENT, HOST_ID, ConnectionPair, raw_request, wire
 from samgita_protocol import (
+    UNSET,
     ApprovalRequestResult,
     Client,
     ErrorCode,
@@ -260,6 +262,32 @@ def test_streaming_resume_pages_are_ingested_drained_and_acknowledged() -> None:
     assert pair.error("stream/resume", {"stream_id": "other", "cursor": 0}).code == (
         ErrorCode.NOT_FOUND
     )
+
+
+def test_ack_takes_a_delivered_sequenced_notification() -> None:
+    host = FakeHost()
+    for i in range(3):
+        host.replay.append(_delta(i))
+    pair = ConnectionPair(host)
+    page = pair.result("stream/resume", {"stream_id": "fake-stream", "cursor": 0})
+    pair.client.receive_replay(page)
+    first, second, third = pair.client.drain()
+    pair.client.ack(second)  # through cursor 2: the first is processed too
+    assert pair.client.checkpoints() == {"fake-stream": 2}
+    pair.client.ack(first)  # already processed: a no-op
+    assert pair.client.checkpoints() == {"fake-stream": 2}
+    ephemeral = msgspec.structs.replace(third, stream_id=UNSET, cursor=UNSET)
+    with pytest.raises(ValueError, match="expected notification to be sequenced"):
+        pair.client.ack(ephemeral)
+    with pytest.raises(TypeError, match="notification"):
+        pair.client.ack(("fake-stream", 3))  # type: ignore[arg-type]
+    beyond = msgspec.structs.replace(third, cursor=4)  # never delivered
+    with pytest.raises(ProtocolError) as caught:
+        pair.client.ack(beyond)
+    assert caught.value.code == ErrorCode.INVALID_CURSOR
+    assert pair.client.checkpoints() == {"fake-stream": 2}  # nothing moved
+    pair.client.ack(third)
+    assert pair.client.checkpoints() == {"fake-stream": 3}
 
 
 def test_streaming_resume_after_eviction_is_replay_gap() -> None:

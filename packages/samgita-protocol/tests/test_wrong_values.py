@@ -578,6 +578,28 @@ def _cases() -> dict[str, Case]:
             t,
             "cursor",
         ),
+        "client.ack(None)": Case(
+            lambda e: e.client.ack(None),  # type: ignore[arg-type]
+            t,
+            "notification",
+        ),
+        "client.ack(a tuple)": Case(
+            lambda e: e.client.ack(("s", 1)),  # type: ignore[arg-type]
+            t,
+            "notification",
+        ),
+        "client.ack(ephemeral)": Case(
+            lambda e: e.client.ack(
+                sp.Notification(
+                    method="item/delta",
+                    params=sp.ItemDeltaParams(
+                        thread_id="t", turn_id="u", item_id="i", delta="d"
+                    ),
+                )
+            ),
+            v,
+            "notification",
+        ),
         "client.forget_stream(None)": Case(
             lambda e: e.client.forget_stream(None),  # type: ignore[arg-type]
             t,

@@ -618,6 +618,17 @@ class Client(Stateful):
         """
         self._streams.ack(stream_id, cursor)
 
+    def ack(self, notification: Notification) -> None:
+        """`ack_cursor` of a sequenced notification :meth:`drain` delivered
+        (its ``stream_id`` and ``cursor``), after processing it.
+
+        Raises:
+            TypeError: ``notification`` is not a `Notification`.
+            ValueError: it is ephemeral (no ``stream_id``/``cursor``).
+            ProtocolError: ``invalid_cursor`` (local), as for `ack_cursor`.
+        """
+        self._streams.ack_notification(notification)
+
     def forget_stream(self, stream_id: str) -> None:
         """Releases a finished stream: its position and retained content are
         dropped, so it no longer counts against ``max_streams``. A later

@@ -337,6 +337,26 @@ class ClientStreams:
             out.append(notification)
         return out
 
+    def ack_notification(self, notification: Notification) -> None:
+        """`ack` of a delivered sequenced notification's own position.
+
+        Raises:
+            TypeError: ``notification`` is not a `Notification`.
+            ValueError: it is ephemeral (no ``stream_id``/``cursor``: it is
+                never replayed, so there is nothing to acknowledge).
+            ProtocolError: ``invalid_cursor`` as for `ack`.
+        """
+        if not isinstance(notification, Notification):
+            raise wrong_type("notification", notification, "a Notification")
+        stream_id, cursor = notification.stream_id, notification.cursor
+        if stream_id is UNSET or cursor is UNSET:
+            raise ValueError(
+                "expected notification to be sequenced (stream_id and cursor), "
+                f"got: an ephemeral {notification.method} (never replayed: "
+                "nothing to acknowledge)"
+            )
+        self.ack(stream_id, cursor)
+
     def ack(self, stream_id: str, cursor: int) -> None:
         """Mark ``stream_id`` processed through ``cursor`` (at most the last delivered one).
 
