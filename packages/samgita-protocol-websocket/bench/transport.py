@@ -1,14 +1,27 @@
-"""Transport benchmark: our listener vs a bare ``websockets`` echo server vs a Node ``ws`` echo server.
+"""Transport benchmark: our listener vs an MCP-SDK-validating ``websockets`` server, a bare ``websockets`` echo server and a Node ``ws`` echo server.
 
 What is measured.  One load generator (a ``websockets`` client in this
 process, one message in flight) sends text messages of about 256 B, 16 KiB
 and 1 MiB and waits for each reply; per server it reports messages per
 second, p50/p99 round-trip latency and the CPU time the server process
-spent per message, with the ratios to the bare ``websockets`` server.  Our
-listener receives a valid ``project/event.receive`` request of that size
-(padded payload; the smallest request of this shape is 292 B, so "256 B" is
-292 B), validates it through a core ``Server`` with the fake Agent's handler
-and sends its small response; the echo servers send the whole message back.
+spent per message, with the ratios to the MCP-validating server and to the
+bare ``websockets`` server.  Our listener receives a valid
+``project/event.receive`` request of that size (padded payload; the
+smallest request of this shape is 292 B, so "256 B" is 292 B), validates it
+through a core ``Server`` with the fake Agent's handler and sends its small
+response; the echo servers send the whole message back.
+
+The same job, done the way a Python team would without this library (row
+``MCP SDK (pydantic)``): a ``websockets`` server that takes each message as
+bytes, validates it with the MCP Python SDK's pydantic JSON-RPC models
+(``mcp.types.jsonrpc_message_adapter.validate_json``: the envelope typed,
+the params parsed into Python objects), builds a typed
+``JSONRPCResponse`` with the same small result ours sends and serializes it
+(``jsonrpc_message_adapter.dump_json``).  JSON-RPC has its own envelope
+(``jsonrpc``, no ``type`` / ``schema_version``), which our core refuses and
+the models require, so it is sent the same request in JSON-RPC form: the
+same ``id``, ``method`` and ``params`` (the same event, padded to the same
+total length, byte for byte as long as ours).
 The requests are encoded as this library's client sends them (its own
 encoding, which the core decodes in one typed pass); the row ``ours,
 foreign order`` sends the same requests as ``json.dumps`` writes them
@@ -49,9 +62,13 @@ Where our extra cost goes (the "split" line per size):
   (``samgita_protocol.Server``); both diagnostics are printed as
   ``ours, core stubbed`` and ``bare, same reply``.
 
-Run: ``python bench/transport.py [--rounds N] [--messages N]`` (needs node
-and tests-integration/node_modules for the Node row; it is skipped with a
-note otherwise).  Prints figures; asserts nothing.
+Run: ``python bench/transport.py [--rounds N] [--messages N]`` in hatch's
+``bench`` environment (the MCP SDK is there; without it the MCP row is
+skipped with a note), with node and tests-integration/node_modules for the
+Node row (skipped with a note otherwise).  ``--variant LABEL=SRC`` adds a
+row of our listener imported from another source tree (the ``src`` folder
+of a worktree), to measure a change with and without in the same rounds.
+Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -94,15 +111,18 @@ INIT = json.dumps(
     },
     separators=(",", ":"),
 ).encode()
-# Servers: (row name, server mode, speaks the protocol, requests in a foreign
-# key order). The first is the base.
+# Servers: (row name, server mode, speaks the protocol (initialize first),
+# how its requests are encoded: "ours", "foreign" (json.dumps order) or
+# "jsonrpc").  The ratios are taken to the rows BASES name.
 SERVERS = [
-    ("bare websockets", "bare", False, False),
-    ("ours (protocol)", "ours", True, False),
-    ("ours, foreign order", "ours", True, True),
-    ("ours, core stubbed", "stub", True, False),
-    ("bare, same reply", "reply", False, False),
+    ("MCP SDK (pydantic)", "mcp", False, "jsonrpc"),
+    ("bare websockets", "bare", False, "ours"),
+    ("ours (protocol)", "ours", True, "ours"),
+    ("ours, foreign order", "ours", True, "foreign"),
+    ("ours, core stubbed", "stub", True, "ours"),
+    ("bare, same reply", "reply", False, "ours"),
 ]
+MCP_ROW, BARE_ROW, OURS_ROW = "MCP SDK (pydantic)", "bare websockets", "ours (protocol)"
 
 
 def ignore_requests(request: object) -> None:
@@ -145,6 +165,35 @@ def request_bytes(i: int, size: int, foreign: bool = False) -> bytes:
     return ours
 
 
+def jsonrpc_request_bytes(i: int, size: int) -> bytes:
+    """The request of :func:`request_bytes` as a JSON-RPC 2.0 request of
+    exactly the same length: the same ``id``, ``method`` and ``params``
+    (``correlation_id`` and ``command_id`` moved into ``params``), the pad
+    set so the bytes are as many as ours."""
+    length = len(request_bytes(i, size))
+    ours = json.loads(request_bytes(i, size))
+    params = {
+        **ours["params"],
+        "correlation_id": ours["correlation_id"],
+        "command_id": ours["command_id"],
+    }
+    body = {"jsonrpc": "2.0", "id": ours["id"], "method": ours["method"]}
+    body["params"] = params
+    params["event"]["payload"]["pad"] = ""
+    pad = length - len(json.dumps(body, separators=(",", ":")))
+    params["event"]["payload"]["pad"] = "x" * max(pad, 0)
+    wire = json.dumps(body, separators=(",", ":")).encode()
+    assert len(wire) == length or pad < 0
+    return wire
+
+
+def encoded_request(i: int, size: int, encoding: str) -> bytes:
+    """Request ``i`` of ``size`` in ``encoding`` ("ours", "foreign", "jsonrpc")."""
+    if encoding == "jsonrpc":
+        return jsonrpc_request_bytes(i, size)
+    return request_bytes(i, size, foreign=encoding == "foreign")
+
+
 def _fresh_agent_server() -> Any:
     """A core Server around a FakeAgent with its own state, initialized."""
     import samgita_protocol as core
@@ -182,6 +231,9 @@ async def _serve(mode: str, token: str) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if mode == "mcp":
+        await _serve_mcp(stop)
+        return
     if mode in ("bare", "reply"):
         from websockets.asyncio.server import serve as ws_serve
 
@@ -249,6 +301,45 @@ async def _serve(mode: str, token: str) -> None:
         await stop.wait()
 
 
+async def _serve_mcp(stop: asyncio.Event) -> None:
+    """The same job on the MCP Python SDK: validate, build a typed response, serialize."""
+    from mcp.types import JSONRPCRequest, JSONRPCResponse, jsonrpc_message_adapter
+    from websockets.asyncio.server import serve as ws_serve
+    from websockets.exceptions import ConnectionClosed
+
+    validate = jsonrpc_message_adapter.validate_json
+    dump = jsonrpc_message_adapter.dump_json
+
+    async def handle(ws: Any) -> None:
+        while True:
+            try:
+                # Bytes, as ours takes them: pydantic's JSON parser checks the UTF-8.
+                data = await ws.recv(decode=False)
+            except ConnectionClosed:
+                return
+            message = validate(data, by_name=False)
+            if not isinstance(message, JSONRPCRequest):
+                continue
+            event = (message.params or {})["event"]
+            response = JSONRPCResponse(
+                jsonrpc="2.0",
+                id=message.id,
+                result={
+                    "event_id": event["event_id"],
+                    "delivery_attempt_id": event["delivery_attempt_id"],
+                    "acceptance": "received",
+                    "processing_status": "pending",
+                },
+            )
+            await ws.send(dump(response, by_alias=True, exclude_none=True), text=True)
+
+    async with ws_serve(
+        handle, "127.0.0.1", 0, compression=None, max_size=2**21, ping_interval=None
+    ) as server:
+        print(f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/", flush=True)
+        await stop.wait()
+
+
 def cpu_ns(pid: int) -> int | None:
     """CPU time (ns) of every thread of ``pid`` so far, or None off Linux."""
     try:
@@ -271,11 +362,11 @@ async def measure(
     rounds: int,
     protocol: bool,
     pid: int | None = None,
-    foreign: bool = False,
+    encoding: str = "ours",
 ) -> tuple[float, float, float, float | None]:
     """msgs/s, p50 us, p99 us and server CPU us per message of one run."""
     headers = [("Authorization", f"Bearer {token}")] if token else None
-    messages = [request_bytes(i, size, foreign) for i in range(rounds)]
+    messages = [encoded_request(i, size, encoding) for i in range(rounds)]
     async with ws_connect(
         url, additional_headers=headers, max_size=2**21, compression=None
     ) as ws:
@@ -336,6 +427,8 @@ async def idle_memory(token: str, connections: int) -> float:
                 "0",
                 "--token-file",
                 str(tf),
+                "--log-level",
+                "WARNING",
             ],
             stdout=subprocess.PIPE,
             text=True,
@@ -379,9 +472,13 @@ async def idle_memory(token: str, connections: int) -> float:
 
 
 def _start(
-    argv: list[str], cwd: Path | None = None
+    argv: list[str], cwd: Path | None = None, src: str | None = None
 ) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, text=True)  # noqa: S603
+    env = None
+    if src is not None:
+        # Ahead of the installed (editable) package on sys.path.
+        env = {**os.environ, "PYTHONPATH": src}
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, text=True, env=env)  # noqa: S603
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
 
@@ -399,8 +496,10 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(v for v in values if v is not None)
 
 
-def _ratio(runs: list[Run], base: list[Run], k: int) -> str:
+def _ratio(runs: list[Run], base: list[Run] | None, k: int) -> str:
     """Median (range) over the rounds of the per-round ratio of column ``k``."""
+    if base is None:
+        return "n/a"
     values = []
     for a, b in zip(runs, base, strict=True):
         x, y = a[k], b[k]
@@ -410,21 +509,46 @@ def _ratio(runs: list[Run], base: list[Run], k: int) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
+#: The ratio columns: (heading, base row, column of Run).
+RATIOS = [
+    ("x MCP msgs/s", MCP_ROW, 0),
+    ("x MCP p99", MCP_ROW, 2),
+    ("x MCP CPU", MCP_ROW, 3),
+    ("x bare msgs/s", BARE_ROW, 0),
+    ("x bare p99", BARE_ROW, 2),
+    ("x bare CPU", BARE_ROW, 3),
+]
+WIDTH = 17
+
+
+def header() -> str:
+    return (
+        f"{'size':>7} {'server':>20} {'msgs/s':>8} {'p50 us':>8} {'p99 us':>8}"
+        f" {'CPU us/msg':>10}" + "".join(f" {h:>{WIDTH}}" for h, _b, _k in RATIOS)
+    )
+
+
 def report(
     label: str, size: int, names: list[str], runs: dict[str, list[Run]], n: int
 ) -> None:
-    base = runs[names[0]]
     for name in names:
         rs = runs[name]
         cols = [_median([r[k] for r in rs]) for k in range(4)]
         print(
-            f"{label:>7} {name:>18} {_fmt(cols[0], '8.0f')} {_fmt(cols[1], '8.0f')}"
+            f"{label:>7} {name:>20} {_fmt(cols[0], '8.0f')} {_fmt(cols[1], '8.0f')}"
             f" {_fmt(cols[2], '8.0f')} {_fmt(cols[3], '10.1f')}"
             + "".join(
-                f" {_ratio(rs, base, k):>{w}}"
-                for k, w in zip(range(4), (14, 11, 11, 11), strict=True)
+                f" {_ratio(rs, runs.get(base), k):>{WIDTH}}" for _h, base, k in RATIOS
             )
         )
+    for name in names:
+        if name.startswith("ours @ "):
+            print(
+                f"{label:>7} {name} vs ours (protocol), per round: msgs/s"
+                f" {_ratio(runs[name], runs[OURS_ROW], 0)}, p99"
+                f" {_ratio(runs[name], runs[OURS_ROW], 2)}, CPU"
+                f" {_ratio(runs[name], runs[OURS_ROW], 3)}"
+            )
     core = core_cost_us(size, min(n, 300))
     core_cold = core_cost_us(size, min(n, 300), pause=0.0003)
 
@@ -432,10 +556,10 @@ def report(
         return _median([r[3] for r in runs[name]]) if name in runs else None
 
     ours, stub, reply, bare = (
-        cpu("ours (protocol)"),
+        cpu(OURS_ROW),
         cpu("ours, core stubbed"),
         cpu("bare, same reply"),
-        cpu("bare websockets"),
+        cpu(BARE_ROW),
     )
 
     def diff(a: float | None, b: float | None) -> str:
@@ -450,6 +574,42 @@ def report(
         f" in this process: {core:.1f} us back to back, {core_cold:.1f} us after a"
         f" 0.3 ms pause as in a server"
     )
+
+
+Server = tuple[str, str, bool, str, "subprocess.Popen[str]"]
+
+
+def start_servers(token: str, variants: list[str]) -> list[Server]:
+    """Every server of the run, each in its own process (name, url, speaks
+    the protocol, request encoding, process)."""
+    me = [sys.executable, str(Path(__file__).resolve()), "--serve"]
+    servers: list[Server] = []
+    try:
+        import mcp.types  # noqa: F401  (only to know whether the row can run)
+
+        has_mcp = True
+    except ImportError:
+        has_mcp = False
+        print("note: mcp not installed (run in hatch's bench environment): no MCP row")
+    for name, mode, proto, encoding in SERVERS:
+        if mode == "mcp" and not has_mcp:
+            continue
+        proc, url = _start([*me, mode, token])
+        servers.append((name, url, proto, encoding, proc))
+    for variant in variants:
+        label, _, src = variant.partition("=")
+        proc, url = _start([*me, "ours", token], src=str(Path(src).resolve()))
+        servers.append((f"ours @ {label}", url, True, "ours", proc))
+    node = shutil.which("node")
+    if node and (PEERS / "node_modules" / "ws").is_dir():
+        proc, port = _start(
+            [node, str(PEERS / "ws_server_peer.mjs"), token, "echo"], PEERS
+        )
+        url = f"ws://127.0.0.1:{port}/app-server"
+        servers.insert(3, ("node ws", url, False, "ours", proc))
+    else:
+        print("note: node or tests-integration/node_modules/ws missing: no Node row")
+    return servers
 
 
 async def main() -> None:
@@ -467,47 +627,38 @@ async def main() -> None:
     parser.add_argument(
         "--no-memory", action="store_true", help="skip the idle-memory run"
     )
+    parser.add_argument(
+        "--sizes",
+        default=",".join(SIZES),
+        help="the sizes to run, comma-separated (default: all)",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="LABEL=SRC",
+        help="also our listener imported from SRC (a src folder), row 'ours @ LABEL'",
+    )
     args = parser.parse_args()
     token = secrets.token_urlsafe(16)
-    me = [sys.executable, str(Path(__file__).resolve()), "--serve"]
-
-    servers: list[tuple[str, str, bool, bool, subprocess.Popen[str]]] = []
+    servers: list[Server] = []
     try:
-        for name, mode, proto, foreign in SERVERS:
-            proc, url = _start([*me, mode, token])
-            servers.append((name, url, proto, foreign, proc))
-        node = shutil.which("node")
-        if node and (PEERS / "node_modules" / "ws").is_dir():
-            proc, port = _start(
-                [node, str(PEERS / "ws_server_peer.mjs"), token, "echo"], PEERS
-            )
-            servers.insert(
-                2,
-                ("node ws", f"ws://127.0.0.1:{port}/app-server", False, False, proc),
-            )
-        else:
-            print(
-                "note: node or tests-integration/node_modules/ws missing: no Node row"
-            )
-        print(
-            f"{'size':>7} {'server':>18} {'msgs/s':>8} {'p50 us':>8} {'p99 us':>8} {'CPU us/msg':>10}"
-            f" {'x bare msgs/s':>14} {'x bare p50':>11} {'x bare p99':>11} {'x bare CPU':>11}"
-        )
-        for label, size in SIZES.items():
+        servers = start_servers(token, args.variant)
+        print(header())
+        sizes = {label.strip(): SIZES[label.strip()] for label in args.sizes.split(",")}
+        for label, size in sizes.items():
             n = args.messages if size < 100_000 else max(50, args.messages // 20)
-            for _name, url, proto, foreign, proc in servers:  # warm-up, not counted
+            for _name, url, proto, encoding, proc in servers:  # warm-up, not counted
                 await measure(
-                    url, token, size, max(10, n // 10), proto, proc.pid, foreign
+                    url, token, size, max(10, n // 10), proto, proc.pid, encoding
                 )
-            runs: dict[str, list[tuple[float, float, float, float | None]]] = {
-                s[0]: [] for s in servers
-            }
+            runs: dict[str, list[Run]] = {s[0]: [] for s in servers}
             for r in range(args.rounds):
                 # Rotate the order so no server always runs right after another.
                 order = servers[r % len(servers) :] + servers[: r % len(servers)]
-                for name, url, proto, foreign, proc in order:
+                for name, url, proto, encoding, proc in order:
                     runs[name].append(
-                        await measure(url, token, size, n, proto, proc.pid, foreign)
+                        await measure(url, token, size, n, proto, proc.pid, encoding)
                     )
             report(label, size, [srv[0] for srv in servers], runs, n)
     finally:

@@ -130,8 +130,9 @@ def test_client_non_loopback_ws_needs_explicit_opt_out_and_wss_verifies_by_defau
         capabilities=GROUPS,
         on_request=ignore_requests,
     )
-    assert c._ssl is not None
-    assert c._ssl.verify_mode == ssl.CERT_REQUIRED and c._ssl.check_hostname
+    tls = c._settings.ssl
+    assert tls is not None
+    assert tls.verify_mode == ssl.CERT_REQUIRED and tls.check_hostname
     with pytest.raises(ValueError, match="ssl"):
         connect(
             "ws://127.0.0.1:1/app-server",

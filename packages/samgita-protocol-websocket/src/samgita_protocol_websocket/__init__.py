@@ -9,11 +9,12 @@ for every argument and its default.  Failing to connect raises
 
 from ._auth import Authenticator, BearerTokenAuthenticator, HandshakeRequest
 from ._codes import CloseCode
+from ._connect import connect
 from ._errors import ConnectError, HandshakeRejected
 from ._listener import Listener, serve
 from ._redact import RedactingLogger, Secret, is_credential_header, redact_text
 from ._server_loop import AgentConnection, ConnectionInfo
-from ._session import Session, connect
+from ._session import Session
 
 __all__ = [
     "AgentConnection",

@@ -76,7 +76,7 @@ def check_write_buffer(value: object, *, write_limit: int, max_size: int) -> int
     the peer's control frames (pongs) never wait, so this bound, at least
     ``MIN_WRITE_BUFFER_FACTOR`` times that and by default
     ``DEFAULT_WRITE_BUFFER_FACTOR`` times, is what stops them piling up
-    (``_textconn``).
+    (``_boundedconn``).
     """
     in_flight = write_limit + max_size
     if value is None:

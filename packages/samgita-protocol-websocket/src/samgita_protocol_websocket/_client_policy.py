@@ -1,16 +1,33 @@
-"""What the client refuses before and during the handshake: URLs with credentials or
-queries, plain ws:// off loopback, and every redirect (``websockets`` follows them by default)."""
+"""The client's handshake: what it refuses before and during it (URLs with
+credentials or queries, plain ws:// off loopback, every redirect, which
+``websockets`` follows by default), the settings ``connect(...)`` checked
+(:class:`SessionSettings`) and the opening of a socket with them
+(:func:`open_socket`), shared by ``connect`` and the ``Session`` it gives."""
 
 from __future__ import annotations
 
+import dataclasses
+import ssl
 import urllib.parse
+from collections.abc import Mapping
 
+import samgita_protocol as core
+from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as _ws_connect
 
+from ._boundedconn import BoundedClientConnection, bounded
 from ._checks import is_loopback_host
-from ._errors import HandshakeRejected
+from ._errors import HandshakeRejected, connect_errors
+from ._redact import RedactingLogger, Secret
+from ._types import OnRequest, Options
 
-__all__ = ["HandshakeRejected", "NoRedirectConnect", "check_url"]
+__all__ = [
+    "HandshakeRejected",
+    "NoRedirectConnect",
+    "SessionSettings",
+    "check_url",
+    "open_socket",
+]
 
 
 class NoRedirectConnect(_ws_connect):
@@ -52,3 +69,73 @@ def check_url(url: object, *, allow_insecure_non_loopback: bool) -> str:
         )
     del port
     return url
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSettings:
+    """The arguments of ``connect(...)``, checked, as its ``Session`` uses them
+    for every socket it opens (see ``connect`` for each)."""
+
+    url: str
+    token: Secret
+    origin: str | None
+    ssl: ssl.SSLContext | None
+    open_timeout: float
+    ping_interval: float | None
+    ping_timeout: float | None
+    close_timeout: float
+    max_message_bytes: int
+    max_inbound_frames: int
+    max_notifications: int
+    write_limit: int
+    max_write_buffer: int
+    send_timeout: float
+    tick: float
+    on_request: OnRequest | None
+    logger: RedactingLogger
+    capabilities: tuple[str, ...]
+    required_capabilities: tuple[str, ...]
+    host_id: str | None
+    checkpoints: Mapping[str, int] | None
+    client_options: Options
+
+    def make_client(self) -> core.Client:
+        """A fresh core ``Client`` with these settings."""
+        return core.Client(
+            capabilities=self.capabilities,
+            required_capabilities=self.required_capabilities,
+            host_id=self.host_id,
+            checkpoints=self.checkpoints,
+            max_message_bytes=self.max_message_bytes,
+            **self.client_options,
+        )
+
+
+async def open_socket(settings: SessionSettings) -> ClientConnection:
+    """Connect and authenticate (``Authorization: Bearer``) with ``settings``.
+
+    Raises what ``connect(...)``'s ``__aenter__`` documents for the
+    handshake: ``HandshakeRejected``, ``ConnectError``, ``ssl.SSLError``,
+    ``TimeoutError``.
+    """
+    with connect_errors(settings.url):
+        return await NoRedirectConnect(
+            settings.url,
+            additional_headers=[("Authorization", f"Bearer {settings.token.reveal()}")],
+            user_agent_header=None,
+            origin=settings.origin,  # type: ignore[arg-type]
+            compression=None,
+            proxy=None,
+            open_timeout=settings.open_timeout,
+            ping_interval=settings.ping_interval,
+            ping_timeout=settings.ping_timeout,
+            close_timeout=settings.close_timeout,
+            max_size=settings.max_message_bytes,
+            max_queue=settings.max_inbound_frames,
+            write_limit=settings.write_limit,
+            logger=settings.logger,
+            ssl=settings.ssl,
+            create_connection=bounded(
+                BoundedClientConnection, settings.max_write_buffer
+            ),
+        )

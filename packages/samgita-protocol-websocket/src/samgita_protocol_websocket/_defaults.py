@@ -26,6 +26,8 @@ DEFAULT_CLOSE_TIMEOUT: Final = 10.0
 DEFAULT_MAX_INBOUND_FRAMES: Final = 16
 """Frames ``websockets`` buffers before it stops reading the socket (TCP backpressure)."""
 DEFAULT_MAX_OUTBOUND_MESSAGES: Final = 256
+DEFAULT_MAX_NOTIFICATIONS: Final = 1024
+"""Notifications a client session queues for the caller before its reader waits."""
 DEFAULT_WRITE_LIMIT: Final = 65_536
 """Bytes queued before a send waits; ``max_write_buffer`` (``None``: a multiple of
 ``write_limit`` + ``max_size``, ``_checks.check_write_buffer``) bounds the rest."""

@@ -1,45 +1,30 @@
 """The listener: ``serve(...)`` on ``websockets.asyncio.server.serve`` plus this package's policy.
 
-Everything decided before the upgrade lives in :class:`_Policy.process_request`
-(``websockets``' hook), in this order, each answer with ``Connection: close``
-and no upgrade:
-
-1. header count above ``max_headers`` or a header line above
-   ``max_header_line`` -> 431 (``websockets`` itself answers 431 from 128
-   headers or 8 KiB lines and 414 for a request line above 8 KiB);
-2. path other than ``/app-server`` -> 404;
-3. any query string -> 400 (credentials travel only in ``Authorization``);
-4. ``Sec-WebSocket-Version`` missing, repeated or not ``13`` -> 426 with
-   ``Sec-WebSocket-Version: 13`` (RFC 6455 section 4.4);
-5. an ``Origin`` header not in ``allowed_origins`` -> 403;
-6. authenticator refuses -> 401 with ``WWW-Authenticate: Bearer``;
-7. ``max_connections`` reached -> 503 with ``Retry-After``.
-
-``websockets`` then validates the rest of the handshake (``Upgrade`` 426,
-``Connection`` / ``Sec-WebSocket-Key`` 400, method 405).  The
+What is decided before the upgrade (path, query, version, Origin,
+authentication, capacity: the HTTP status of each refusal) lives in
+``_policy``; each accepted connection is served by ``_server_loop``.  The
 ``open_timeout`` bounds the whole opening handshake from accept; a slow
 sender is dropped without an answer when it fires.
 """
 
 from __future__ import annotations
 
-import http
 import itertools
 import logging
 import secrets
 import ssl
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final, NoReturn, cast
 
 import samgita_protocol as core
 from websockets.asyncio.server import Server as _WsServer
-from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as _ws_serve
 from websockets.datastructures import Headers
-from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS, Request, Response
+from websockets.http11 import MAX_LINE_LENGTH, MAX_NUM_HEADERS
 from websockets.protocol import State
 
 from ._auth import Authenticator, BearerTokenAuthenticator, request_view
+from ._boundedconn import BoundedConnection, bounded
 from ._checks import (
     APP_SERVER_PATH,
     check_bool,
@@ -68,9 +53,9 @@ from ._defaults import (
     DEFAULT_TICK,
     DEFAULT_WRITE_LIMIT,
 )
+from ._policy import Policy, peer_text
 from ._redact import RedactingLogger, Secret, as_secret
 from ._server_loop import ConnectionInfo, run_connection
-from ._textconn import TextConnection, bounded
 from ._types import Options
 
 __all__ = ["Listener", "serve"]
@@ -82,148 +67,6 @@ HandlerFactory = Callable[[ConnectionInfo], core.Handler]
 #: closed, failures) when ``serve(logger=...)`` gives none; ``websockets``'
 #: records go to ``websockets.server`` then.
 SERVER_LOGGER: Final = "samgita_protocol_websocket.server"
-
-
-def peer_text(address: object) -> str:
-    """``host:port`` of a socket address (``[host]:port`` for IPv6), for log records."""
-    if isinstance(address, tuple) and len(address) >= 2:
-        host, port = address[0], address[1]
-        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
-    return str(address)
-
-
-class _Policy:
-    """The pre-upgrade decisions of one listener (see module docstring)."""
-
-    def __init__(
-        self,
-        *,
-        authenticator: Authenticator,
-        allowed_origins: frozenset[str],
-        max_headers: int,
-        max_header_line: int,
-        max_connections: int,
-        logger: RedactingLogger,
-    ) -> None:
-        self.authenticator = authenticator
-        self.allowed_origins = allowed_origins
-        self.max_headers = max_headers
-        self.max_header_line = max_header_line
-        self.max_connections = max_connections
-        self.logger = logger
-        # Connections that passed the policy and hold a slot until they close.
-        # Counted by state, so a handshake that failed after the policy (bad
-        # Upgrade, peer gone) frees its slot without bookkeeping.
-        self.slots: set[ServerConnection] = set()
-        self.principals: dict[ServerConnection, object] = {}
-        # Why the policy refused a connection, until process_response logs it.
-        self.reasons: dict[ServerConnection, str] = {}
-
-    def _respond(
-        self, connection: ServerConnection, status: http.HTTPStatus, text: str
-    ) -> Response:
-        self.reasons[connection] = text
-        return connection.respond(status, text + "\n")
-
-    def process_response(
-        self, connection: ServerConnection, request: Request, response: Response
-    ) -> None:
-        """Log every refusal (``websockets``' hook, called for every answer to
-        a request): the peer, the HTTP status and why (the policy's reason, or
-        the status phrase for what ``websockets`` refused itself)."""
-        reason = self.reasons.pop(connection, None)
-        if response.status_code != http.HTTPStatus.SWITCHING_PROTOCOLS:
-            self.logger.info(
-                "refused %s: HTTP %d (%s)",
-                peer_text(connection.remote_address),
-                response.status_code,
-                reason or response.reason_phrase,
-            )
-
-    def active(self) -> int:
-        closed = [c for c in self.slots if c.state is State.CLOSED]
-        for c in closed:
-            self.slots.discard(c)
-            self.principals.pop(c, None)
-        return len(self.slots)
-
-    async def process_request(
-        self, connection: ServerConnection, request: Request
-    ) -> Response | None:
-        headers = request.headers
-        raw = list(headers.raw_items())
-        if len(raw) > self.max_headers:
-            return self._respond(
-                connection,
-                http.HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
-                "too many headers",
-            )
-        for name, value in raw:
-            if len(name) + len(value) + 4 > self.max_header_line:  # 'name: value\r\n'
-                return self._respond(
-                    connection,
-                    http.HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
-                    "header line too long",
-                )
-        path, sep, _query = request.path.partition("?")
-        if path != APP_SERVER_PATH:
-            return self._respond(connection, http.HTTPStatus.NOT_FOUND, "not found")
-        if sep:
-            return self._respond(
-                connection,
-                http.HTTPStatus.BAD_REQUEST,
-                "query strings are refused: send credentials in the Authorization header",
-            )
-        versions = headers.get_all("Sec-WebSocket-Version")
-        if versions != ["13"]:
-            response = self._respond(
-                connection,
-                http.HTTPStatus.UPGRADE_REQUIRED,
-                "Sec-WebSocket-Version 13 required",
-            )
-            response.headers["Sec-WebSocket-Version"] = "13"
-            return response
-        origins = headers.get_all("Origin")
-        if origins and (len(origins) != 1 or origins[0] not in self.allowed_origins):
-            return self._respond(
-                connection, http.HTTPStatus.FORBIDDEN, "origin not allowed"
-            )
-        view = request_view(path, connection.remote_address, headers)
-        try:
-            principal = self.authenticator(view)
-            if isinstance(principal, Awaitable):
-                principal = await principal
-        except (
-            Exception
-        ) as exc:  # an authenticator failure is a refusal, never a 500 with details
-            self.logger.warning(
-                "authenticator raised %s; answering 401", type(exc).__name__
-            )
-            principal = None
-        try:
-            # The contract (Authenticator): a truthy principal accepts; None,
-            # False or any other falsy value refuses.  A predicate returning
-            # False must never let the peer in.
-            accepted = (
-                principal is not None and principal is not False and bool(principal)
-            )
-        except Exception:  # a principal whose __bool__ fails is no acceptance
-            accepted = False
-        if not accepted:
-            response = self._respond(
-                connection, http.HTTPStatus.UNAUTHORIZED, "authentication required"
-            )
-            response.headers["WWW-Authenticate"] = 'Bearer realm="app-server"'
-            return response
-        if self.active() >= self.max_connections:
-            response = self._respond(
-                connection, http.HTTPStatus.SERVICE_UNAVAILABLE, "too many connections"
-            )
-            response.headers["Retry-After"] = "1"
-            return response
-        self.slots.add(connection)
-        self.principals[connection] = principal
-        return None
 
 
 class _ProbeHandler(core.Handler):
@@ -297,7 +140,7 @@ class Listener:
         secure: bool,
         host_id: str,
         server: _WsServer,
-        policy: _Policy,
+        policy: Policy,
     ) -> None:
         self.host_id = host_id
         self.host = host
@@ -330,6 +173,74 @@ class Listener:
         check_bool("close_connections", close_connections)
         self._server.close(close_connections=close_connections)
         await self._server.wait_closed()
+
+
+def _check_host(host: object) -> str:
+    if not isinstance(host, str):
+        raise TypeError("host must be a non-empty str")
+    if not host:
+        raise ValueError("host must be a non-empty str")
+    return host
+
+
+def _check_host_id(host_id: object) -> str:
+    """``host_id`` checked, or a fresh one for ``None``: one listener is one
+    host, so every connection (and every reconnect) reports the same
+    host_id and clients can keep their checkpoints."""
+    if host_id is not None and not isinstance(host_id, str):
+        raise TypeError(
+            f"host_id must be a non-empty str or None, not {type(host_id).__name__}"
+        )
+    if host_id == "":
+        raise ValueError("host_id must be a non-empty str or None")
+    return host_id or "host-" + secrets.token_hex(12)
+
+
+def _credentials(
+    token: object, authenticator: Authenticator | None
+) -> tuple[Authenticator, tuple[str, ...]]:
+    """The authenticator, and the secrets to redact from every log record."""
+    if (token is None) == (authenticator is None):
+        raise ValueError("pass exactly one of token and authenticator")
+    if authenticator is not None:
+        return check_callable("authenticator", authenticator), ()
+    secret = as_secret("token", token)
+    return BearerTokenAuthenticator(secret), (secret.reveal(),)
+
+
+def _check_tls(
+    host: str, context: object, allow_insecure_non_loopback: object
+) -> ssl.SSLContext | None:
+    """``ssl``, required off loopback unless plain ws is opted into."""
+    checked = check_ssl("ssl", context)
+    allow = check_bool("allow_insecure_non_loopback", allow_insecure_non_loopback)
+    if checked is None and not is_loopback_host(host) and not allow:
+        raise ValueError(
+            "host is not a loopback address: pass ssl=<SSLContext> (wss) or "
+            "allow_insecure_non_loopback=True to serve plain ws on it"
+        )
+    return checked
+
+
+def _check_server_options(server_options: object) -> dict[str, Any]:
+    if server_options is not None and not isinstance(server_options, dict):
+        raise TypeError(
+            "server_options must be a dict of core Server keyword arguments"
+        )
+    return dict(server_options or {})
+
+
+def _loggers(
+    logger: object, secrets: tuple[str, ...]
+) -> tuple[RedactingLogger, RedactingLogger]:
+    """For ``websockets``' records and the listener's own (SERVER_LOGGER):
+    one logger for both when the caller gives one.  Both redacted."""
+    if logger is not None and not isinstance(logger, logging.Logger):
+        raise TypeError("logger must be a logging.Logger")
+    return (
+        RedactingLogger(logger or logging.getLogger("websockets.server"), secrets),
+        RedactingLogger(logger or logging.getLogger(SERVER_LOGGER), secrets),
+    )
 
 
 class serve:  # noqa: N801 - used like a function: ``async with serve(...) as listener``
@@ -381,54 +292,18 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
         handshake_timeout: float | None = None,
     ) -> None:
         self._handler_factory = check_callable("handler_factory", handler_factory)
-        if not isinstance(host, str) or not host:
-            raise (
-                TypeError("host must be a non-empty str")
-                if not isinstance(host, str)
-                else ValueError("host must be a non-empty str")
-            )
-        self._host = host
+        self._host = _check_host(host)
         self._port = check_int("port", port, minimum=0, maximum=65535)
         if capabilities is not None:
             capabilities = check_strings("capabilities", capabilities)
         self._capabilities = capabilities
-        if host_id is not None and not isinstance(host_id, str):
-            raise TypeError(
-                f"host_id must be a non-empty str or None, not {type(host_id).__name__}"
-            )
-        if host_id == "":
-            raise ValueError("host_id must be a non-empty str or None")
-        # One listener is one host: every connection (and every reconnect)
-        # reports the same host_id, so clients can keep their checkpoints.
-        self._host_id = host_id or "host-" + secrets.token_hex(12)
+        self._host_id = _check_host_id(host_id)
         self._durable = check_bool("durable", durable)
-        if (token is None) == (authenticator is None):
-            raise ValueError("pass exactly one of token and authenticator")
-        if authenticator is not None:
-            self._authenticator: Authenticator = check_callable(
-                "authenticator", authenticator
-            )
-            self._secrets: tuple[str, ...] = ()
-        else:
-            secret = as_secret("token", token)
-            self._authenticator = BearerTokenAuthenticator(secret)
-            self._secrets = (secret.reveal(),)
+        self._authenticator, self._secrets = _credentials(token, authenticator)
         self._allowed_origins = frozenset(
             check_strings("allowed_origins", allowed_origins)
         )
-        self._ssl = check_ssl("ssl", ssl)
-        self._allow_insecure = check_bool(
-            "allow_insecure_non_loopback", allow_insecure_non_loopback
-        )
-        if (
-            self._ssl is None
-            and not is_loopback_host(host)
-            and not self._allow_insecure
-        ):
-            raise ValueError(
-                "host is not a loopback address: pass ssl=<SSLContext> (wss) or "
-                "allow_insecure_non_loopback=True to serve plain ws on it"
-            )
+        self._ssl = _check_tls(host, ssl, allow_insecure_non_loopback)
         # max_size / open_timeout are websockets' names (and the client's);
         # max_message_bytes / handshake_timeout are kept as aliases.
         name, value = pick_alias(
@@ -471,11 +346,7 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
         )
         self._send_timeout = check_seconds("send_timeout", send_timeout)
         self._tick = check_seconds("tick", tick)
-        if server_options is not None and not isinstance(server_options, dict):
-            raise TypeError(
-                "server_options must be a dict of core Server keyword arguments"
-            )
-        self._server_options = dict(server_options or {})
+        self._server_options = _check_server_options(server_options)
         _check_core_server(
             capabilities=self._capabilities,
             server_options={
@@ -484,16 +355,7 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
                 **self._server_options,
             },
         )
-        if logger is not None and not isinstance(logger, logging.Logger):
-            raise TypeError("logger must be a logging.Logger")
-        # websockets' records, and the listener's own (SERVER_LOGGER): one
-        # logger for both when the caller gives one.  Both redacted.
-        self._logger = RedactingLogger(
-            logger or logging.getLogger("websockets.server"), self._secrets
-        )
-        self._events = RedactingLogger(
-            logger or logging.getLogger(SERVER_LOGGER), self._secrets
-        )
+        self._logger, self._events = _loggers(logger, self._secrets)
         self._backlog = check_int("backlog", backlog, minimum=1)
         self._listener: Listener | None = None
         self._serial = itertools.count(1)
@@ -504,7 +366,7 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
     async def __aenter__(self) -> Listener:
         if self._listener is not None:
             raise RuntimeError("this serve(...) is already running")
-        policy = _Policy(
+        policy = Policy(
             authenticator=self._authenticator,
             allowed_origins=self._allowed_origins,
             max_headers=self._max_headers,
@@ -513,12 +375,12 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
             logger=self._events,
         )
         server = await _ws_serve(
-            lambda ws: self._run(cast(TextConnection, ws), policy),
+            lambda ws: self._run(cast(BoundedConnection, ws), policy),
             self._host,
             self._port,
             process_request=policy.process_request,
             process_response=policy.process_response,
-            create_connection=bounded(TextConnection, self._max_write_buffer),
+            create_connection=bounded(BoundedConnection, self._max_write_buffer),
             server_header=None,
             compression=None,
             open_timeout=self._handshake_timeout,
@@ -550,7 +412,7 @@ class serve:  # noqa: N801 - used like a function: ``async with serve(...) as li
         if listener is not None:
             await listener.aclose()
 
-    async def _run(self, ws: TextConnection, policy: _Policy) -> None:
+    async def _run(self, ws: BoundedConnection, policy: Policy) -> None:
         principal = policy.principals.pop(ws, None)
         view = request_view(
             APP_SERVER_PATH,

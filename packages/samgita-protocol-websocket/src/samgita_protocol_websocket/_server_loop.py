@@ -8,18 +8,13 @@ interprets the protocol: the core decides, this module moves bytes and
 applies the transport's bounds.
 
 Per message the reader does as little as it can (bench/transport.py measures
-it): it takes the message as bytes (``recv(decode=False)``: no UTF-8 decode
-into a ``str`` that the core would encode again), hands them to
-``Server.receive``, and sends the bytes the core validated when it built the
-reply (each ``Outgoing.data``), from the reader's own task when nothing else is queued or being
-sent (no hop through the writer task).  Text frames must still be UTF-8
-(RFC 6455 section 8.1): ``websockets`` checks nothing when it is not asked
-to decode, and the core's decode checks every byte of the message, inside
-strings and out (``invalid_utf8``, ``samgita_protocol.decode`` step 2, before
-anything is parsed or answered), so a message the core refuses with
-``invalid_utf8`` is closed 1007.  Binary messages are still told apart (close
-1003) by the listener's connection class, which notes where the first
-binary message starts (``_textconn.TextConnection``).
+it): it takes the message with ``recv()`` (a ``str`` for a text message, whose
+UTF-8 ``websockets`` checked: invalid UTF-8 is closed 1007 there, RFC 6455
+section 8.1; ``bytes`` for a binary one, closed 1003 after the text messages
+before it), hands it to ``Server.receive``, and sends the bytes the core
+validated when it built the reply (each ``Outgoing.data``), from the
+reader's own task when nothing else is queued or being sent (no hop through
+the writer task).
 
 Backpressure: the outbound queue holds at most ``max_outbound_messages``
 encoded messages, and ``websockets`` buffers at most ``write_limit`` bytes
@@ -37,7 +32,7 @@ Control frames are not queued: ``websockets`` answers each ping at once,
 outside ``write_limit``, so a peer that pings and never reads is bounded by
 ``max_write_buffer`` instead: the connection class closes 1008
 ``"peer is not reading (write buffer full)"`` and drops TCP
-(``_textconn``), and :attr:`AgentConnection.close_reason` says so.
+(``_boundedconn``), and :attr:`AgentConnection.close_reason` says so.
 """
 
 from __future__ import annotations
@@ -46,16 +41,16 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
-from typing import Any, Final, TypeAlias, Unpack, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Unpack, cast
 
 import samgita_protocol as core
 from websockets.exceptions import ConnectionClosed
 
+from ._boundedconn import WRITE_BUFFER_FULL, BoundedConnection
 from ._checks import check_close
 from ._codes import CloseCode, stream_integrity_reason
 from ._redact import RedactingLogger
-from ._textconn import WRITE_BUFFER_FULL, TextConnection
 from ._types import (
     Fields,
     NotifyEnvelope,
@@ -67,46 +62,6 @@ from ._types import (
 __all__ = ["AgentConnection", "ConnectionInfo", "run_connection"]
 
 NOT_READING = "peer is not reading (outbound queue full)"
-#: ``_bounded``'s ``step`` for a send not started yet.
-_NOT_STARTED: Final = object()
-#: A started ``ws.send``: what an asyncio coroutine yields and is sent are
-#: its futures and their results, untyped in typeshed's asyncio.
-_Send: TypeAlias = Coroutine[Any, Any, None]
-
-
-class _Resume:
-    """Await the rest of a coroutine that ``coro.send(None)`` already started.
-
-    ``step`` is what its first ``send`` yielded (the future it waits for); the
-    task waits for it, and everything after (results, ``CancelledError`` of a
-    timeout) is passed on exactly as ``await`` would.  Used so that a send that
-    completes without waiting, the common case, costs no ``asyncio.timeout``.
-    """
-
-    __slots__ = ("_coro", "_step")
-
-    def __init__(self, coro: _Send, step: object) -> None:
-        self._coro = coro
-        self._step = step
-
-    def __await__(self) -> Generator[object, object, None]:
-        coro, step = self._coro, self._step
-        while True:
-            try:
-                sent = yield step
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:  # CancelledError included: pass it on
-                try:
-                    step = coro.throw(exc)
-                except StopIteration:
-                    return
-            else:
-                try:
-                    step = coro.send(sent)
-                except StopIteration:
-                    return
 
 
 class AgentConnection:
@@ -120,7 +75,7 @@ class AgentConnection:
 
     def __init__(
         self,
-        ws: TextConnection,
+        ws: BoundedConnection,
         *,
         max_outbound_messages: int,
         send_timeout: float,
@@ -165,7 +120,7 @@ class AgentConnection:
     def close_reason(self) -> str | None:
         """Why this side closed, when it did (for example a not-reading reason)."""
         if self._close_reason is None and self._ws.write_buffer_full:
-            return WRITE_BUFFER_FULL  # the connection class failed it (_textconn)
+            return WRITE_BUFFER_FULL  # the connection class failed it (_boundedconn)
         return self._close_reason
 
     async def wait_closed(self) -> None:
@@ -261,12 +216,10 @@ class AgentConnection:
         if self._inflight == 0 and self._queue.empty():
             # Nothing is waiting and nobody is writing: send from this task and
             # save the hop through the writer task (order is kept, since the
-            # queue is empty and this producer waits for its own send).  With
-            # _inflight 0 nobody is in _send or waiting for its lock, so the
-            # lock is free (see _send_free).
+            # queue is empty and this producer waits for its own send).
             self._inflight += 1
             try:
-                await self._send_free(data)
+                await self._send(data)
             finally:
                 self._inflight -= 1
             return
@@ -282,57 +235,20 @@ class AgentConnection:
             await self._not_reading()
 
     async def _send(self, data: bytes) -> None:
-        # The writer's send: one message in ws.send at a time, each bounded
-        # by send_timeout.  Every sender (_enqueue's direct path, the writer)
-        # counts itself in _inflight first and the direct path runs only when
-        # _inflight was 0, so the lock is contended only between the writer
-        # and one direct sender; when it is free nobody waits for it.
+        # One message in ws.send at a time (the lock), bounded by
+        # send_timeout: ws.send waits only when the write buffer is above
+        # write_limit, and a peer that does not read keeps it there.
         self._check_open()
-        lock = self._send_lock
-        if lock.locked():
-            async with lock:
-                self._check_open()
-                await self._bounded(self._ws.send(data, text=True), _NOT_STARTED)
-            return
-        await self._send_free(data)
-
-    async def _send_free(self, data: bytes) -> None:
-        # A send while the lock is free and nobody waits for it (see _send).
-        # ws.send writes the frame and returns without waiting unless the
-        # write buffer is above write_limit (or the connection is closing):
-        # so it is started here without the lock, and only a send that does
-        # wait takes the lock (free, so at once, before anyone else can run)
-        # and an asyncio.timeout for the rest of its wait.  The bound is the
-        # same as for a send that waits from the start; the common case costs
-        # neither (an asyncio.timeout alone is a few microseconds).
-        coro = self._ws.send(data, text=True)
-        try:
-            step = coro.send(None)
-        except StopIteration:
-            return
-        except ConnectionClosed:
-            self._closed.set()
-            raise ConnectionError("connection closed") from None
-        try:
-            async with self._send_lock:
-                await self._bounded(coro, step)
-        finally:
-            coro.close()  # finished already, unless the lock wait was cancelled
-
-    async def _bounded(self, coro: _Send, step: object) -> None:
-        # The (rest of the) send, bounded by send_timeout; ``step`` is what
-        # coro yielded when it was already started (a bare yield is None).
-        try:
-            async with asyncio.timeout(self._send_timeout):
-                if step is _NOT_STARTED:
-                    await coro
-                else:
-                    await _Resume(coro, step)
-        except TimeoutError:
-            await self._not_reading()
-        except ConnectionClosed:
-            self._closed.set()
-            raise ConnectionError("connection closed") from None
+        async with self._send_lock:
+            self._check_open()
+            try:
+                async with asyncio.timeout(self._send_timeout):
+                    await self._ws.send(data, text=True)
+            except TimeoutError:
+                await self._not_reading()
+            except ConnectionClosed:
+                self._closed.set()
+                raise ConnectionError("connection closed") from None
 
     async def _not_reading(self) -> None:
         if self._close_reason == NOT_READING:
@@ -403,7 +319,7 @@ def _now() -> float:
 
 
 async def run_connection(
-    ws: TextConnection,
+    ws: BoundedConnection,
     *,
     handler_factory: Callable[[ConnectionInfo], core.Handler],
     make_info: Callable[[AgentConnection], ConnectionInfo],
@@ -423,14 +339,13 @@ async def run_connection(
         logger=logger,
         max_message_bytes=max_message_bytes,
     )
-    info = make_info(conn)
     try:
-        handler = handler_factory(info)
+        handler = handler_factory(make_info(conn))
         caps = (
             capabilities if capabilities is not None else default_capabilities(handler)
         )
         options = {"max_message_bytes": max_message_bytes, **server_options}
-        conn._server = core.Server(handler, capabilities=list(caps), **options)
+        server = conn._server = core.Server(handler, capabilities=list(caps), **options)
     except Exception as exc:
         logger.error(
             "handler_factory or Server construction failed: %s",
@@ -439,7 +354,6 @@ async def run_connection(
         )
         await ws.close(CloseCode.INTERNAL_ERROR, "server setup failed")
         return
-    server = conn._server
     writer = asyncio.create_task(conn._writer())
     ticker = asyncio.create_task(_tick(server, tick))
     # Bound once: this runs for every message.
@@ -447,30 +361,20 @@ async def run_connection(
     receive = server.receive
     enqueue = conn._enqueue
     protocol_error = core.ProtocolError
-    received = 0
     try:
         while True:
             try:
-                # Bytes, text or binary alike (no str decode, see the module
-                # docstring); ws.first_binary says which message was binary.
-                data = await recv(decode=False)
+                # A text message as str (its UTF-8 checked), a binary one as bytes.
+                data = await recv()
             except ConnectionClosed:
                 break
-            received += 1
-            if received == ws.first_binary:
+            if type(data) is not str:
                 await conn.close(CloseCode.UNSUPPORTED_DATA, "text frames only")
                 break
             try:
                 replies = receive(data)
             except protocol_error as exc:
                 code = exc.code
-                if code == "invalid_utf8" and exc.origin == "peer":
-                    # Not UTF-8: RFC 6455 section 8.1 (websockets' own check
-                    # when it decodes, now the core's decode of the bytes).
-                    await conn.close(
-                        CloseCode.INVALID_PAYLOAD, "invalid UTF-8 in a text message"
-                    )
-                    break
                 integrity = stream_integrity_reason(code)
                 if integrity is not None:
                     # A stream event the peer skipped or changed: never
@@ -486,17 +390,25 @@ async def run_connection(
     except (ConnectionClosed, ConnectionError):
         pass
     finally:
-        conn._closed.set()
-        ticker.cancel()
-        if not writer.done():
-            with contextlib.suppress(asyncio.QueueFull):
-                conn._queue.put_nowait(None)
-        with contextlib.suppress(asyncio.TimeoutError, Exception):
-            async with asyncio.timeout(1.0):
-                await writer
-        writer.cancel()
-        with contextlib.suppress(Exception):
-            server.disconnect()
+        await _wind_down(conn, writer, ticker)
+
+
+async def _wind_down(
+    conn: AgentConnection, writer: asyncio.Task[None], ticker: asyncio.Task[None]
+) -> None:
+    # The connection has ended: stop the ticker, let the writer finish what
+    # is queued (at most a second), then the core's disconnect semantics.
+    conn._closed.set()
+    ticker.cancel()
+    if not writer.done():
+        with contextlib.suppress(asyncio.QueueFull):
+            conn._queue.put_nowait(None)
+    with contextlib.suppress(asyncio.TimeoutError, Exception):
+        async with asyncio.timeout(1.0):
+            await writer
+    writer.cancel()
+    with contextlib.suppress(Exception):
+        conn.server.disconnect()
 
 
 async def _tick(server: core.Server, interval: float) -> None:

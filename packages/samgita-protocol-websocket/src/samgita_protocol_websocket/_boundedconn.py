@@ -1,14 +1,4 @@
-"""Connection classes that take text messages as bytes, tell binary ones apart and bound what the peer leaves unread.
-
-Both loops (the listener's and the client session's) read every message with
-``recv(decode=False)``: a text message is not decoded into a ``str`` that the
-core would encode again, and the core's decode checks its UTF-8 (a message it
-refuses with ``invalid_utf8`` is closed 1007).  That no longer tells text
-from binary, so these classes count the messages as their first frame
-arrives (``websockets`` hands each frame to ``process_event`` before it
-queues it, in order) and keep the number of the first binary one in
-``first_binary`` (0 while there is none): the loop closes 1003 when it gets
-there, after the text messages before it.
+"""Connection classes that bound what the peer leaves unread.
 
 ``websockets`` answers every ping with a pong written straight into the
 transport's write buffer: no ``write_limit``, no drain, so a peer that sends
@@ -26,7 +16,9 @@ Sends never trigger it: they wait at ``write_limit`` and are bounded by
 ``send_timeout``, and ``max_write_buffer`` leaves room for what they queue
 (``_checks.check_write_buffer``).  ``close_code`` / ``close_reason`` then
 give the code and reason sent (no close frame comes back from a peer that
-does not read; ``websockets`` would say 1006 and nothing).
+does not read; ``websockets`` would say 1006 and nothing), as they do when
+``websockets`` failed the connection for invalid UTF-8 in a text message
+(1007, RFC 6455 section 8.1).
 
 Internal: ``serve`` and ``connect`` pass them to ``websockets`` as
 ``create_connection`` (:func:`bounded`).
@@ -41,38 +33,19 @@ from typing import Any, Final, TypeVar, cast
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.connection import Connection
 from websockets.asyncio.server import ServerConnection
-from websockets.frames import Frame, Opcode
-from websockets.protocol import Event
+from websockets.frames import Close
 
 from ._codes import CloseCode
 
 __all__ = [
     "WRITE_BUFFER_FULL",
-    "TextClientConnection",
-    "TextConnection",
+    "BoundedClientConnection",
+    "BoundedConnection",
     "bounded",
 ]
 
 WRITE_BUFFER_FULL: Final = "peer is not reading (write buffer full)"
 """The 1008 reason when answers to the peer's frames exceed ``max_write_buffer``."""
-
-
-class _FirstBinary(Connection):
-    """Counts messages by their first frame and notes the first binary one."""
-
-    messages_started = 0
-    first_binary = 0
-
-    def process_event(self, event: Event) -> None:
-        if type(event) is Frame:
-            opcode = event.opcode
-            if opcode is Opcode.TEXT:
-                self.messages_started += 1
-            elif opcode is Opcode.BINARY:
-                self.messages_started += 1
-                if not self.first_binary:
-                    self.first_binary = self.messages_started
-        super().process_event(event)
 
 
 class _BoundedAnswers(Connection):
@@ -107,30 +80,40 @@ class _BoundedAnswers(Connection):
             self.send_data()
         self.transport.abort()
 
+    def _failed_with(self) -> Close | None:
+        # The close this side sent when it failed the connection, for the
+        # peer's invalid UTF-8 (websockets' check, 1007) or a full write
+        # buffer (1008): after a failure no close frame comes back, and
+        # websockets would say 1006 and nothing.
+        sent = self.protocol.close_sent
+        if sent is None or self.protocol.close_rcvd is not None:
+            return None
+        if self.write_buffer_full or sent.code == CloseCode.INVALID_PAYLOAD:
+            return sent
+        return None
+
     @property
     def close_code(self) -> int | None:
         code = super().close_code
-        if self.write_buffer_full and code is not None:
-            return CloseCode.POLICY_VIOLATION
-        return code
+        failed = self._failed_with()
+        return failed.code if code is not None and failed is not None else code
 
     @property
     def close_reason(self) -> str | None:
         reason = super().close_reason
-        if self.write_buffer_full and reason is not None:
-            return WRITE_BUFFER_FULL
-        return reason
+        failed = self._failed_with()
+        return failed.reason if reason is not None and failed is not None else reason
 
 
-class TextConnection(_FirstBinary, _BoundedAnswers, ServerConnection):
+class BoundedConnection(_BoundedAnswers, ServerConnection):
     """The listener's ``ServerConnection`` (see the module docstring)."""
 
 
-class TextClientConnection(_FirstBinary, _BoundedAnswers, ClientConnection):
+class BoundedClientConnection(_BoundedAnswers, ClientConnection):
     """The client session's ``ClientConnection`` (see the module docstring)."""
 
 
-_C = TypeVar("_C", TextConnection, TextClientConnection)
+_C = TypeVar("_C", BoundedConnection, BoundedClientConnection)
 
 
 def bounded(cls: type[_C], max_write_buffer: int) -> type[_C]:
