@@ -1,7 +1,10 @@
 """Importing each package starts nothing: no thread, no logging set-up, no
 open socket, no event loop (the requirement text: loading the library starts
-no listener or Agent). Checked in a fresh interpreter so other tests' imports
-do not hide anything."""
+no listener or Agent). Nor does it load a store backend: ``sqlite3`` is
+imported only by ``samgita_protocol.stores.sqlite``, ``samgita_protocol``
+does not import ``samgita_protocol.stores``, and the stores open nothing
+until a store object is made. Checked in a fresh interpreter so other tests' imports do not hide
+anything."""
 
 import json
 import subprocess
@@ -31,12 +34,16 @@ print(json.dumps({
     "handlers": handlers,
     "new_fds": len(after_fds - before_fds),
     "loop": loop,
+    "sqlite": "sqlite3" in sys.modules or "_sqlite3" in sys.modules,
+    "stores": "samgita_protocol.stores" in sys.modules,
 }))
 """
 
 
 PACKAGES = {
     "samgita-protocol": "samgita_protocol, samgita_protocol.testing",
+    "samgita-protocol-stores": "samgita_protocol.stores",
+    "samgita-protocol-stores-sqlite": "samgita_protocol.stores.sqlite",
     "samgita-protocol-websocket": (
         "samgita_protocol_websocket, samgita_protocol_websocket.fake_agent"
     ),
@@ -61,4 +68,7 @@ def test_import_starts_nothing(modules: str) -> None:
         "handlers": {},
         "new_fds": 0,
         "loop": False,
+        # Only the backend's own module imports its driver.
+        "sqlite": "stores.sqlite" in modules,
+        "stores": "samgita_protocol.stores" in modules,
     }, facts

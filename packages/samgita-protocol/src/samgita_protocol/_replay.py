@@ -9,6 +9,7 @@ must persist events itself.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, cast
 
 import msgspec
@@ -21,7 +22,7 @@ from ._outgoing import Outgoing
 from ._params import PAGE_SIZE, StreamResumeResult
 from ._schema import Notification
 
-__all__ = ["PAGE_OVERHEAD", "Replay"]
+__all__ = ["PAGE_OVERHEAD", "Replay", "check_page_cursor", "fitting"]
 
 #: Bytes a ``stream/resume`` response needs besides its events' own
 #: encodings, at worst: the envelope with every identity and ref at 256
@@ -272,17 +273,7 @@ class Replay:
         if upto == cursor:
             return []
         start = cursor + 1 - self._base
-        sizes = self._sizes[start : start + upto - cursor]
-        count = len(sizes)
-        if PAGE_OVERHEAD + sum(sizes) + count > budget:
-            # Not the whole page: stop before the event that passes the budget.
-            used = PAGE_OVERHEAD
-            count = 0
-            for size in sizes:
-                used += size + 1
-                if used > budget:
-                    break
-                count += 1
+        count = fitting(self._sizes[start : start + upto - cursor], budget)
         events = self._events[start : start + count]
         # Every slot in cursor+1..upto is retained, so none is None.
         return cast("list[Notification]", events)
@@ -310,23 +301,55 @@ class Replay:
 
     def _check(self, cursor: int) -> int:
         # The last cursor of the page from `cursor`, after the error checks.
-        if isinstance(cursor, bool) or not isinstance(cursor, int):
-            raise wrong_type("cursor", cursor, "an int")
-        last = self._last
-        if cursor < 0 or cursor > last:
-            raise ProtocolError(
-                ErrorCode.INVALID_CURSOR,
-                "cursor is beyond the newest event"
-                if cursor > last
-                else "cursor must be >= 0",
-                data={"cursor": cursor, "last": last},
-            )
-        if cursor == last:
-            return cursor
-        if cursor + 1 < self._first:
-            raise ProtocolError(
-                ErrorCode.REPLAY_GAP,
-                "events after this cursor are no longer retained",
-                data={"cursor": cursor, "first_retained": self._first},
-            )
-        return min(cursor + PAGE_SIZE, last)
+        check_page_cursor(cursor, self._first, self._last)
+        return min(cursor + PAGE_SIZE, self._last)
+
+
+def check_page_cursor(
+    cursor: object, first: int, last: int, name: str = "cursor"
+) -> int:
+    """``cursor`` when a page can start after it in a log retaining
+    ``first..last`` (the rule of every replay log: `Replay`, the stores).
+
+    Raises:
+        TypeError: ``cursor`` (named ``name``) is not an int.
+        ProtocolError: ``invalid_cursor`` when it is negative or beyond
+            ``last``; ``replay_gap`` when ``cursor + 1`` is no longer
+            retained (``data.first_retained`` names the oldest retained one).
+    """
+    if isinstance(cursor, bool) or not isinstance(cursor, int):
+        raise wrong_type(name, cursor, "an int")
+    if cursor < 0 or cursor > last:
+        raise ProtocolError(
+            ErrorCode.INVALID_CURSOR,
+            "cursor is beyond the newest event"
+            if cursor > last
+            else "cursor must be >= 0",
+            data={"cursor": cursor, "last": last},
+        )
+    if cursor < last and cursor + 1 < first:
+        raise ProtocolError(
+            ErrorCode.REPLAY_GAP,
+            "events after this cursor are no longer retained",
+            data={"cursor": cursor, "first_retained": first},
+        )
+    return cursor
+
+
+def fitting(sizes: Sequence[int], budget: int) -> int:
+    """How many of the next events (their encoded ``sizes``, at most a page)
+    fit in one ``stream/resume`` message of ``budget`` bytes:
+    :data:`PAGE_OVERHEAD` plus each event and its comma (the page rule of
+    every replay log)."""
+    count = len(sizes)
+    if PAGE_OVERHEAD + sum(sizes) + count <= budget:
+        return count
+    # Not the whole page: stop before the event that passes the budget.
+    used = PAGE_OVERHEAD
+    count = 0
+    for size in sizes:
+        used += size + 1
+        if used > budget:
+            break
+        count += 1
+    return count
