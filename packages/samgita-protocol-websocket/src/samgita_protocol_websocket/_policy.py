@@ -13,8 +13,9 @@ and no upgrade:
 6. authenticator refuses -> 401 with ``WWW-Authenticate: Bearer``;
 7. ``max_connections`` reached -> 503 with ``Retry-After``.
 
-``websockets`` then validates the rest of the handshake (``Upgrade`` 426,
-``Connection`` / ``Sec-WebSocket-Key`` 400, method 405).  Every refusal
+``websockets`` then validates the rest of the handshake (``Upgrade`` or
+``Connection`` missing 426, ``Sec-WebSocket-Key`` 400, a method other than
+GET 405).  Every refusal
 is logged with the peer, the status and why (:meth:`Policy.process_response`).
 """
 
