@@ -42,13 +42,19 @@ DEV_PINS = {
     "msgspec": "0.22.0",
     "websockets": "17.4",
     "packaging": "26.4",
+    # The PostgreSQL store backend (the core's postgres extra, with libpq's
+    # binary build) and the server its tests start (issue 22).
+    "psycopg[binary]": "3.3.9",
+    "pgserver": "0.1.4",
 }
 
 
 def _pins(requirements: list[str]) -> dict[str, str]:
     pins = {}
     for req in requirements:
-        m = re.fullmatch(r"([A-Za-z0-9._-]+)==([^;,\s]+)", req.strip())
+        m = re.fullmatch(
+            r"([A-Za-z0-9._-]+(?:\[[A-Za-z0-9._,-]+\])?)==([^;,\s]+)", req.strip()
+        )
         assert m, f"not an exact pin: {req!r}"
         pins[m.group(1).lower()] = m.group(2)
     return pins
@@ -144,6 +150,19 @@ def test_package_test_groups_match_the_dev_environment() -> None:
             if name in DEV_PINS:
                 assert version == DEV_PINS[name], f"{directory.name}: {name}=={version}"
         assert "pytest" in group, directory
+
+
+def test_the_postgres_extra_pins_what_the_dev_environment_tests() -> None:
+    core = tomllib.loads(
+        (ROOT / "packages" / "samgita-protocol" / "pyproject.toml").read_text("utf-8")
+    )
+    extra = _pins(core["project"]["optional-dependencies"]["postgres"])
+    assert extra == {"psycopg[binary]": DEV_PINS["psycopg[binary]"]}
+    group = _pins(core["dependency-groups"]["test"])
+    assert {k: group[k] for k in ("psycopg[binary]", "pgserver")} == {
+        "psycopg[binary]": DEV_PINS["psycopg[binary]"],
+        "pgserver": DEV_PINS["pgserver"],
+    }
 
 
 def test_workspace_lists_every_package() -> None:

@@ -2,11 +2,15 @@
 child processes run.
 
 ``BACKENDS`` is the one list: a backend is one entry (how to open its four
-stores at a location, and whether they outlive the process). Every test of
+stores at a location, whether they outlive the process, and whether its
+locations are on the session's PostgreSQL server). Every test of
 ``test_stores_conformance.py`` runs against every entry, the durable ones
-also across processes, reopens and SIGKILL. A child process imports this
-module by name (``multiprocessing`` pickles a function by module and
-name), which is why it is not a test module.
+also across processes, reopens and SIGKILL. A location is a string, so a
+child process gets it as an argument: a directory for a file backend, a
+connection string for a server backend (``conftest.py``'s ``locate``
+makes one). A child process imports this module by name
+(``multiprocessing`` pickles a function by module and name), which is why
+it is not a test module.
 """
 
 from __future__ import annotations
@@ -28,7 +32,12 @@ from samgita_protocol.stores import (
     MemoryReplayLog,
     ReplayLog,
 )
+from samgita_protocol.stores.postgres import PostgresStore
 from samgita_protocol.stores.sqlite import SqliteStore
+
+#: What a forkserver loads once for all its children: the backends (and
+#: their drivers), so that each child starts in milliseconds.
+PRELOAD = ["samgita_protocol.stores.sqlite", "samgita_protocol.stores.postgres"]
 
 
 class Stores(NamedTuple):
@@ -42,11 +51,14 @@ class Stores(NamedTuple):
 
 
 class Backend(NamedTuple):
-    """How to open a backend's stores at a location (a directory the test
-    owns), and whether what they acknowledged outlives the process."""
+    """How to open a backend's stores at a location, whether what they
+    acknowledged outlives the process, and whether a location is a schema
+    on the session's PostgreSQL server (a connection string) rather than a
+    directory the test owns."""
 
     open: Callable[[str], Stores]
     durable: bool
+    server: bool = False
 
 
 def _memory(location: str) -> Stores:
@@ -66,9 +78,17 @@ def _sqlite(location: str) -> Stores:
     )
 
 
+def _postgres(location: str) -> Stores:
+    store = PostgresStore(location)
+    return Stores(
+        store.journal, store.inbox, store.replay_log, store.checkpoints, store.close
+    )
+
+
 BACKENDS: dict[str, Backend] = {
     "memory": Backend(_memory, durable=False),
     "sqlite": Backend(_sqlite, durable=True),
+    "postgres": Backend(_postgres, durable=True, server=True),
 }
 DURABLE = [name for name, backend in BACKENDS.items() if backend.durable]
 

@@ -1,5 +1,5 @@
-"""The public surface of ``samgita_protocol.stores`` and its SQLite module,
-and the content digests the stores compare."""
+"""The public surface of ``samgita_protocol.stores`` and its SQLite and
+PostgreSQL modules, and the content digests the stores compare."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ import types
 import pytest
 
 import samgita_protocol.stores as stores_api
+import samgita_protocol.stores.postgres as postgres_api
 import samgita_protocol.stores.sqlite as sqlite_api
 from samgita_protocol import Event, Request, decode, encode
 from samgita_protocol.stores import command_digest, event_digest
 from stores_backends import mutation
 
 
-@pytest.mark.parametrize("module", [stores_api, sqlite_api], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [stores_api, sqlite_api, postgres_api], ids=lambda m: m.__name__
+)
 def test_the_public_surface(module: types.ModuleType) -> None:
     # Every name of __all__ is there and documented, classes and functions
     # have a signature (help() and inspect.signature work), and no other

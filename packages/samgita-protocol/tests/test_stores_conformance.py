@@ -1,15 +1,16 @@
 """The store conformance suite: every contract of the four interfaces of
 ``samgita_protocol.stores``, run against every backend of
-``stores_backends.BACKENDS`` (the in-memory reference and SQLite; a new
-backend is one entry there). What only a durable backend can show (reopen,
-several processes, SIGKILL) is in ``test_stores_durable.py``; random
-operations compared with the reference in ``test_stores_reference.py``."""
+``stores_backends.BACKENDS`` (the in-memory reference, SQLite and
+PostgreSQL; a new backend is one entry there). What only a durable backend
+can show (reopen, several processes, SIGKILL) is in
+``test_stores_durable.py``; random operations compared with the reference
+in ``test_stores_reference.py``."""
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -42,8 +43,10 @@ _FRESH = itertools.count()
 
 
 @pytest.fixture(params=list(BACKENDS))
-def stores(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[Stores]:
-    opened = open_stores(request.param, str(tmp_path))
+def stores(
+    request: pytest.FixtureRequest, locate: Callable[[str], str]
+) -> Iterator[Stores]:
+    opened = open_stores(request.param, locate(request.param))
     yield opened
     opened.close()
 

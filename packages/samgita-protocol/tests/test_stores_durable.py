@@ -10,7 +10,7 @@ import os
 import random
 import signal
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -20,6 +20,7 @@ from stores_backends import (
     CRASH_HOST,
     CRASH_STREAM,
     DURABLE,
+    PRELOAD,
     claim_worker,
     crash_event,
     crash_worker,
@@ -42,8 +43,10 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def test_everything_survives_a_reopen(backend: str, tmp_path: Path) -> None:
-    location = str(tmp_path)
+def test_everything_survives_a_reopen(
+    backend: str, locate: Callable[[str], str]
+) -> None:
+    location = locate(backend)
     stores = open_stores(backend, location)
     request = mutation("r1")
     stores.journal.record("h", request, encode(request), now=7.0)
@@ -83,15 +86,18 @@ def test_everything_survives_a_reopen(backend: str, tmp_path: Path) -> None:
     again.close()
 
 
-def test_concurrent_claims_from_processes(backend: str, tmp_path: Path) -> None:
+def test_concurrent_claims_from_processes(
+    backend: str, locate: Callable[[str], str]
+) -> None:
     # Four fresh interpreters (spawn: nothing inherited) open the same
     # fresh location together and claim the same ids.
+    location = locate(backend)
     ctx = multiprocessing.get_context("spawn")
     ids = [f"cmd-{n}" for n in range(150)]
     start = ctx.Event()
     out = ctx.Queue()
     workers = [
-        ctx.Process(target=claim_worker, args=(backend, str(tmp_path), ids, start, out))
+        ctx.Process(target=claim_worker, args=(backend, location, ids, start, out))
         for _ in range(4)
     ]
     for worker in workers:
@@ -105,7 +111,7 @@ def test_concurrent_claims_from_processes(backend: str, tmp_path: Path) -> None:
     assert sorted(won) == sorted(ids)  # each exactly once
     for _, answers in results:
         assert set(answers) <= {"new", "in_progress", "duplicate"}
-    stores = open_stores(backend, str(tmp_path))
+    stores = open_stores(backend, location)
     for command_id in ids:
         claim = stores.inbox.claim("host", command_id, digest(command_id), lease=1)
         assert claim == Claim(status="duplicate", receipt=command_id.encode())
@@ -204,15 +210,17 @@ def _check(backend: str, location: str, acked: _Acked, last_position: int) -> in
     return position
 
 
-def test_sigkill_loses_nothing_acknowledged(backend: str, tmp_path: Path) -> None:
+def test_sigkill_loses_nothing_acknowledged(
+    backend: str, locate: Callable[[str], str]
+) -> None:
     # forkserver: each child is forked from a clean server process that
     # imported the library already, so 200 starts take seconds, not half a
     # minute. (The server does not get the tests' sys.path on Python 3.11:
     # each child imports stores_backends itself, which is quick.)
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["samgita_protocol.stores.sqlite"])
+    ctx.set_forkserver_preload(PRELOAD)
     rng = random.Random(22)
-    location = str(tmp_path)
+    location = locate(backend)
     acked = _Acked()
     position = -1
     for trial in range(TRIALS):

@@ -7,8 +7,7 @@ backend of ``stores_backends.BACKENDS`` runs here too."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -27,8 +26,10 @@ _FRESH = itertools.count()
 
 
 @pytest.fixture(params=list(BACKENDS))
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
-    opened = open_stores(request.param, str(tmp_path))
+def stores(
+    request: pytest.FixtureRequest, locate: Callable[[str], str]
+) -> Iterator[Stores]:
+    opened = open_stores(request.param, locate(request.param))
     yield opened
     opened.close()
 

@@ -24,7 +24,7 @@ from samgita_protocol.stores.sqlite import (
     SqliteStore,
     SqliteTransaction,
 )
-from stores_backends import digest, mutation, open_worker
+from stores_backends import PRELOAD, digest, mutation, open_worker
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_processes_creating_one_file_at_once(tmp_path: Path) -> None:
     # the store retries it, so simultaneous first opens all succeed. The
     # processes create the same new files, each at the same moment.
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["samgita_protocol.stores.sqlite"])
+    ctx.set_forkserver_preload(PRELOAD)
     locations = [str(tmp_path / str(n)) for n in range(10)]
     for location in locations:
         os.mkdir(location)
