@@ -1,7 +1,9 @@
 """Importing each package starts nothing: no thread, no logging set-up, no
 open socket, no event loop (the requirement text: loading the library starts
 no listener or Agent). Nor does it load a store backend: ``sqlite3`` is
-imported only by ``samgita_protocol.stores.sqlite``, ``samgita_protocol``
+imported only by ``samgita_protocol.stores.sqlite`` and ``psycopg`` only by
+``samgita_protocol.stores.postgres`` (which connects to nothing, and starts
+its listening thread only at the first ``wait_for``), ``samgita_protocol``
 does not import ``samgita_protocol.stores``, and the stores open nothing
 until a store object is made. Checked in a fresh interpreter so other tests' imports do not hide
 anything."""
@@ -35,6 +37,7 @@ print(json.dumps({
     "new_fds": len(after_fds - before_fds),
     "loop": loop,
     "sqlite": "sqlite3" in sys.modules or "_sqlite3" in sys.modules,
+    "psycopg": "psycopg" in sys.modules,
     "stores": "samgita_protocol.stores" in sys.modules,
 }))
 """
@@ -44,6 +47,7 @@ PACKAGES = {
     "samgita-protocol": "samgita_protocol, samgita_protocol.testing",
     "samgita-protocol-stores": "samgita_protocol.stores",
     "samgita-protocol-stores-sqlite": "samgita_protocol.stores.sqlite",
+    "samgita-protocol-stores-postgres": "samgita_protocol.stores.postgres",
     "samgita-protocol-websocket": (
         "samgita_protocol_websocket, samgita_protocol_websocket.fake_agent"
     ),
@@ -70,5 +74,8 @@ def test_import_starts_nothing(modules: str) -> None:
         "loop": False,
         # Only the backend's own module imports its driver.
         "sqlite": "stores.sqlite" in modules,
-        "stores": "samgita_protocol.stores" in modules,
+        "psycopg": "stores.postgres" in modules,
+        # The fake Agent keeps its records in the stores (the memory ones
+        # unless --store names another), which import no backend.
+        "stores": "samgita_protocol.stores" in modules or "fake_agent" in modules,
     }, facts

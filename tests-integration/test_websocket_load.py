@@ -41,7 +41,7 @@ def _raise_fd_limit(needed: int) -> None:
 
 
 async def _session(
-    url: str, all_open: asyncio.Event, opened: list[int]
+    url: str, all_open: asyncio.Event, opened: list[int], n: int
 ) -> dict[str, Any]:
     box: list[Any] = []
 
@@ -67,7 +67,7 @@ async def _session(
         if opened[0] == CONNECTIONS:
             all_open.set()
         await all_open.wait()
-        thread = (await s.request("thread/start", {}, command_id="t")).thread
+        thread = (await s.request("thread/start", {}, command_id=f"t{n}")).thread
         turn = (
             await s.request(
                 "turn/start",
@@ -75,7 +75,7 @@ async def _session(
                     "thread_id": thread.thread_id,
                     "input": [{"type": "text", "text": "go"}],
                 },
-                command_id="u",
+                command_id=f"u{n}",
             )
         ).turn
         cursors: list[int] = []
@@ -117,8 +117,8 @@ def test_thousand_concurrent_sessions() -> None:
             results = await asyncio.wait_for(
                 asyncio.gather(
                     *(
-                        _session(listener.url, all_open, opened)
-                        for _ in range(CONNECTIONS)
+                        _session(listener.url, all_open, opened, n)
+                        for n in range(CONNECTIONS)
                     )
                 ),
                 BUDGET_SECONDS,

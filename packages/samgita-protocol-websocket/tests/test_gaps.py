@@ -170,7 +170,7 @@ def test_resume_larger_than_the_notification_queue_returns_and_loses_nothing() -
                 on_request=ignore_requests,
             ) as s:
                 stream_id, cursors = await _turn_run_while_away(state, s)
-                last = state.turns[stream_id].replay.last_cursor
+                last = state.store.replay_log.last_cursor(stream_id)
                 assert last > 20
                 # Returns although the caller has taken nothing yet.
                 held = await asyncio.wait_for(s.resume(stream_id), 5)
@@ -197,7 +197,7 @@ def test_cancelled_resume_loses_no_event_and_a_second_resume_continues() -> None
                 on_request=ignore_requests,
             ) as s:
                 stream_id, cursors = await _turn_run_while_away(state, s)
-                last = state.turns[stream_id].replay.last_cursor
+                last = state.store.replay_log.last_cursor(stream_id)
                 assert last > 260  # more than two pages of 128
                 # The second page does not fit the core's buffer until the
                 # caller takes notifications: the caller gives up instead.

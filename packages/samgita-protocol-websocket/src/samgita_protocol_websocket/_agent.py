@@ -1,6 +1,16 @@
 """The fake Agent's handler and shared state (the public module is :mod:`samgita_protocol_websocket.fake_agent`).
 
 See that module's docstring for what the Agent does; its command line lives there too.
+
+Its records live in the state's store (``_agent_store``): every mutation
+runs at most once per ``command_id`` (claimed in the ``Inbox`` with
+``command_digest``; its result, encoded, is the receipt a repeated
+delivery gets back), project events are recorded by ``event_id`` with
+``event_digest`` (their processing status is kept there too), and the
+streamed notifications are appended to the ``ReplayLog``, which assigns
+their cursors and serves ``stream/resume``. Threads, turns and approvals
+stay in memory: a restarted Agent answers receipts, event statuses and
+resumes from the store, but knows no thread of the process before it.
 """
 
 from __future__ import annotations
@@ -9,14 +19,17 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Final, Literal, cast
+from typing import Any, Final, Literal, cast
 
 import msgspec
 import samgita_protocol as core
+from samgita_protocol.stores import EventStatus, command_digest, event_digest
 
+from ._agent_store import AgentStore, command_request, memory_store, refused
 from ._codes import CloseCode
 from ._server_loop import AgentConnection, ConnectionInfo
 
@@ -36,6 +49,17 @@ GROUPS = (
     "cancellation.v1",
 )
 
+#: Seconds a claimed command stays held: far longer than any handler of
+#: this Agent (each runs in one go on the event loop). A delivery that
+#: finds the claim of an Agent killed mid-command (on a shared durable
+#: store) is answered ``in_progress`` for at most this long.
+COMMAND_LEASE: Final = 10.0
+
+#: A stream keeps what a core ``Replay`` with its defaults keeps (1024
+#: events, 8 MiB), trimmed once every ``_TRIM_EVERY`` appends.
+_RETENTION: Final = core.Replay("retention")
+_TRIM_EVERY: Final = 128
+
 
 def _ts(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -44,7 +68,6 @@ def _ts(moment: datetime) -> str:
 @dataclass
 class _Turn:
     turn: core.Turn
-    replay: core.Replay
     subscribers: set[AgentConnection] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
     approval: asyncio.Future[str] | None = None
@@ -54,26 +77,41 @@ class _Turn:
 
 @dataclass
 class AgentState:
-    """State shared by every connection of one fake Agent (events, threads, turns, replay logs).
+    """State shared by every connection of one fake Agent (threads, turns, approvals, its store).
 
     ``message_deltas`` deltas per message item, ``delta_interval`` seconds
     between streamed events (``0`` streams as fast as the socket allows),
-    ``approval_timeout`` seconds an approval may take.
+    ``approval_timeout`` seconds an approval may take, ``host_id`` the
+    scope of its records in ``store``.
+
+    ``store`` keeps the command receipts, project events and streams: any
+    object with an ``inbox`` and a ``replay_log`` (a
+    ``samgita_protocol.stores.sqlite.SqliteStore``, or
+    ``open_store(SPEC)``); fresh in-memory stores by default. Serve it
+    with ``serve(..., durable=store.inbox.durable)``: only then does the
+    Agent answer ``acceptance: "durable"``. The Agent does not close it.
+    Ids are ``thr-<n>``, ``turn-<n>``; on a durable store
+    ``thr-<tag>-<n>``, with a tag of this state's own, so that a restarted
+    Agent never reuses a stream id the store holds.
     """
 
     message_deltas: int = 8
     delta_interval: float = 0.01
     approval_timeout: float = 30.0
     host_id: str = "fake-agent"
-    events: dict[str, core.Event] = field(default_factory=dict)
-    reports: dict[str, core.EventReportParams] = field(default_factory=dict)
+    store: AgentStore = field(default_factory=memory_store)
     threads: dict[str, core.Thread] = field(default_factory=dict)
     turns: dict[str, _Turn] = field(default_factory=dict)
     approvals: dict[str, str] = field(default_factory=dict)
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _tag: str = field(init=False, repr=False, default="")
+
+    def __post_init__(self) -> None:
+        if self.store.inbox.durable or self.store.replay_log.durable:
+            self._tag = secrets.token_hex(4) + "-"
 
     def next_id(self, prefix: str) -> str:
-        return f"{prefix}-{next(self.counter)}"
+        return f"{prefix}-{self._tag}{next(self.counter)}"
 
 
 class FakeAgent(core.Handler):
@@ -90,56 +128,93 @@ class FakeAgent(core.Handler):
         """A ``handler_factory`` giving every connection a FakeAgent over ``state``."""
         return lambda info: cls(state, info.connection)
 
+    # -- mutations: at most once per command_id ---------------------------------------------
+
+    def handle_request(
+        self,
+        method: str,
+        params: Any,  # the method's params Struct, as core.Handler's
+        context: core.RequestContext,
+    ) -> msgspec.Struct | Any:
+        """A mutation runs at most once per ``command_id`` (its receipt answers
+        every later delivery); anything else as ``core.Handler``'s."""
+        if context.command_id is None:
+            return super().handle_request(method, params, context)
+        inbox = self.state.store.inbox
+        scope, command_id = self.state.host_id, context.command_id
+        digest = command_digest(command_request(params, context))
+        claim = inbox.claim(scope, command_id, digest, lease=COMMAND_LEASE)
+        if claim.status == "duplicate":
+            assert claim.receipt is not None  # a command's duplicate carries it
+            return core.decode_result(method, msgspec.Raw(claim.receipt))
+        if claim.status != "new":
+            raise refused(claim.status, command_id)
+        try:
+            result = super().handle_request(method, params, context)
+        except BaseException:
+            # Each operation fails before its effect: the next delivery runs it.
+            inbox.release(scope, command_id, digest)
+            raise
+        # Committed before the result is returned: a "durable" acceptance in
+        # it goes out only once the receipt is in the inbox.
+        inbox.commit(scope, command_id, digest, msgspec.json.encode(result))
+        return result
+
     # -- requests: one method per operation (core.Handler derives methods) ----------------
+
+    def _acceptance(self) -> Literal["received", "durable"]:
+        # Durable only on a durable inbox served with durable=True (the
+        # core refuses "durable" from any other Server).
+        if self.state.store.inbox.durable and self.connection.server.durable:
+            return "durable"
+        return "received"
+
+    def _event_status(self, event_id: str) -> EventStatus:
+        status = self.state.store.inbox.event_status(self.state.host_id, event_id)
+        if status is None:
+            raise core.ProtocolError(
+                core.ErrorCode.NOT_FOUND, "unknown event", data={"event_id": event_id}
+            )
+        return status
 
     def project_event_receive(
         self, params: core.EventReceiveParams, context: core.RequestContext
     ) -> core.EventReceiveResult:
         event = params.event
-        known = self.state.events.get(event.event_id)
-        if known is not None:
-            original = msgspec.structs.replace(
-                known, delivery_attempt_id=event.delivery_attempt_id
+        recorded = self.state.store.inbox.record_event(
+            self.state.host_id, event.event_id, event_digest(event), status="pending"
+        )
+        if recorded.status == "conflict":
+            raise core.ProtocolError(
+                core.ErrorCode.CONFLICT,
+                "changed content under an existing event_id",
+                data={"event_id": event.event_id},
             )
-            if original != event:
-                raise core.ProtocolError(
-                    core.ErrorCode.CONFLICT,
-                    "changed content under an existing event_id",
-                    data={"event_id": event.event_id},
-                )
-        else:
-            self.state.events[event.event_id] = event
         return core.EventReceiveResult(
             event_id=event.event_id,
             delivery_attempt_id=event.delivery_attempt_id,
-            acceptance="received",
-            processing_status="completed"
-            if event.event_id in self.state.reports
-            else "pending",
+            acceptance=self._acceptance(),
+            processing_status="pending"
+            if recorded.status == "new"
+            else self._event_status(event.event_id),
         )
-
-    def _known_event(self, event_id: str) -> None:
-        if event_id not in self.state.events:
-            raise core.ProtocolError(
-                core.ErrorCode.NOT_FOUND, "unknown event", data={"event_id": event_id}
-            )
 
     def project_event_status(
         self, params: core.EventStatusParams, context: core.RequestContext
     ) -> core.EventStatusResult:
-        self._known_event(params.event_id)
-        report = self.state.reports.get(params.event_id)
         return core.EventStatusResult(
             event_id=params.event_id,
-            acceptance="received",
-            processing_status=report.outcome if report is not None else "pending",
+            acceptance=self._acceptance(),
+            processing_status=self._event_status(params.event_id),
         )
 
     def project_event_report(
         self, params: core.EventReportParams, context: core.RequestContext
     ) -> core.EventReportResult:
-        self._known_event(params.event_id)
-        self.state.reports[params.event_id] = params
+        self._event_status(params.event_id)  # not_found when unknown
+        self.state.store.inbox.set_event_status(
+            self.state.host_id, params.event_id, params.outcome
+        )
         return core.EventReportResult(
             event_id=params.event_id,
             report_status="recorded",
@@ -192,9 +267,7 @@ class FakeAgent(core.Handler):
         turn = core.Turn(
             turn_id=turn_id, thread_id=thread.thread_id, status="in_progress"
         )
-        entry = _Turn(
-            turn=turn, replay=core.Replay(turn_id), subscribers={self.connection}
-        )
+        entry = _Turn(turn=turn, subscribers={self.connection})
         self.state.turns[turn_id] = entry
         context.notify("turn/started", core.TurnStartedParams(turn=turn))
         entry.task = asyncio.get_running_loop().create_task(self._stream(entry))
@@ -234,18 +307,27 @@ class FakeAgent(core.Handler):
     def stream_resume(
         self, params: core.StreamResumeParams, context: core.RequestContext
     ) -> core.StreamResumeResult:
-        entry = self.state.turns.get(params.stream_id)
-        if entry is None:
+        stream_id = params.stream_id
+        log = self.state.store.replay_log
+        # A stream of this process's turns, or one the store holds (from an
+        # Agent before a restart, or another one sharing the store).
+        entry = self.state.turns.get(stream_id)
+        if entry is None and log.last_cursor(stream_id) == 0:
             raise core.ProtocolError(
                 core.ErrorCode.NOT_FOUND,
                 "unknown stream",
-                data={"stream_id": params.stream_id},
+                data={"stream_id": stream_id},
             )
-        page: core.StreamResumeResult = entry.replay.page(params.cursor)
-        if not page.has_more:
+        page = log.page(stream_id, params.cursor)
+        if not page.has_more and entry is not None:
             # Events appended from now on go to this connection live, after this page.
             entry.subscribers.add(self.connection)
-        return page
+        return core.StreamResumeResult(
+            stream_id=stream_id,
+            cursor=page.cursor,
+            events=[cast(core.Notification, core.decode(e)) for e in page.events],
+            has_more=page.has_more,
+        )
 
     def approval_request(
         self, params: core.ApprovalRequestParams, context: core.RequestContext
@@ -289,11 +371,33 @@ class FakeAgent(core.Handler):
 
     # -- the streamed turn -----------------------------------------------------------------------
 
+    def _append(self, stream_id: str, notification: core.Notification) -> bytes:
+        """Append ``notification`` to ``stream_id`` in the store's replay log
+        at the cursor the log assigns; its bytes (validated by ``encode``)."""
+        log = self.state.store.replay_log
+        encoded: list[bytes] = []
+
+        def encode_at(cursor: int) -> bytes:
+            sequenced = msgspec.structs.replace(
+                notification, stream_id=stream_id, cursor=cursor
+            )
+            encoded.append(core.encode(sequenced))
+            return encoded[0]
+
+        cursor = log.append(stream_id, encode_at)
+        if cursor % _TRIM_EVERY == 0:
+            log.trim(
+                stream_id,
+                keep_events=_RETENTION.max_events,
+                keep_bytes=_RETENTION.max_bytes,
+            )
+        return encoded[0]
+
     async def _emit(self, entry: _Turn, method: str, params: msgspec.Struct) -> None:
         ephemeral = core.Notification(method=method, params=params)
-        # The bytes append validated (its Outgoing's data): every subscriber
-        # gets them without a second encode.
-        wire = entry.replay.append(ephemeral).data
+        # The bytes the log stored: every subscriber gets them without a
+        # second encode.
+        wire = self._append(entry.turn.turn_id, ephemeral)
         group = core.METHODS[method].group
         for conn in list(entry.subscribers):
             if conn.closed:

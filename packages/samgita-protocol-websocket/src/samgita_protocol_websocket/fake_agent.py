@@ -1,17 +1,20 @@
 """A deterministic fake Agent behind a real listener, for tests, demos and users' integration tests.
 
 :class:`FakeAgent` is a core ``Handler`` implementing all five capability
-groups.  Its state (:class:`AgentState`: events, threads, turns, one
-``Replay`` log per turn) is shared by every connection a listener accepts,
-so a client that reconnects finds its events, threads and streams again.
+groups.  Its state (:class:`AgentState`: threads, turns, approvals, and a
+store for command receipts, project events and streams) is shared by every
+connection a listener accepts, so a client that reconnects finds its
+events, threads and streams again.  A mutation runs at most once per
+``command_id``: a repeated delivery gets the first delivery's result (its
+receipt); the same ``command_id`` with other content is ``conflict``.
 
 A ``turn/start`` answers at once (``in_progress``) and then streams, in the
 background, on stream ``"<turn_id>"``: an item of ``message_deltas`` deltas,
 a server-initiated ``approval/request`` (the turn waits for the decision;
 nothing is approved by the Agent), an item reporting the decision, a second
 item of ``message_deltas`` deltas, and ``turn/completed``.  Every item event
-is appended to the turn's ``Replay`` (which assigns the cursor) before it is
-sent, so ``stream/resume`` serves whatever a disconnected client missed; the
+is appended to the store's replay log (which assigns the cursor) before it
+is sent, so ``stream/resume`` serves whatever a disconnected client missed; the
 turn keeps running while no client is connected.  A peer that did not
 negotiate a notification's group does not get it; one without
 ``streaming.v1`` gets the session events unsequenced (it cannot resume).  ``turn/interrupt`` stops
@@ -25,7 +28,10 @@ with its HTTP status and reason, each close with its code, failures with
 their traceback; the token is redacted at every level) and exits 0 on
 SIGINT/SIGTERM.  ``--certfile`` / ``--keyfile`` serve ``wss://``;
 ``--allow-insecure-non-loopback`` allows plain ``ws://`` on a non-loopback
-``--host``.
+``--host``.  ``--store`` names the store: ``memory`` (the default: nothing
+survives the process), ``sqlite:PATH`` (one SQLite file: receipts, event
+statuses and streams survive a crash, and ``project/event.receive`` answers
+``acceptance: "durable"``) or ``postgresql://...``.
 """
 
 from __future__ import annotations
@@ -41,10 +47,11 @@ from collections.abc import Callable, Sequence
 from typing import Final, TypedDict, Unpack
 
 from ._agent import AGENT_LOGGER, AgentState, FakeAgent
+from ._agent_store import AgentStore, OpenedStore, open_store, shown
 from ._checks import is_loopback_host
 from ._listener import serve
 
-__all__ = ["AgentState", "FakeAgent", "main"]
+__all__ = ["AgentState", "AgentStore", "FakeAgent", "OpenedStore", "main", "open_store"]
 
 _log: Final = logging.getLogger(AGENT_LOGGER)
 
@@ -56,6 +63,7 @@ class _AgentOptions(TypedDict, total=False):
     delta_interval: float
     approval_timeout: float
     host_id: str
+    store: AgentStore
 
 
 async def run(
@@ -71,11 +79,13 @@ async def run(
     """Serve a FakeAgent until SIGINT/SIGTERM (or cancellation).
 
     ``ssl`` and ``allow_insecure_non_loopback`` are ``serve``'s; ``state``
-    are :class:`AgentState` fields.  Raises what ``serve`` raises
+    are :class:`AgentState` fields (``store``: served ``durable`` when its
+    inbox is; not closed here).  Raises what ``serve`` raises
     (``ValueError`` naming the argument, ``OSError`` when the address
     cannot be bound).
     """
     agent_state = AgentState(**state)
+    durable = agent_state.store.inbox.durable
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -87,9 +97,14 @@ async def run(
         port=port,
         token=token,
         host_id=agent_state.host_id,
+        durable=durable,
         ssl=ssl,
         allow_insecure_non_loopback=allow_insecure_non_loopback,
     ) as listener:
+        _log.info(
+            "keeping receipts, events and streams in %s",
+            "a durable store" if durable else "memory (not durable)",
+        )
         if ready is not None:
             ready(listener.url)
         await stop.wait()
@@ -146,6 +161,14 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=0.01,
         help="seconds between streamed events (default 0.01)",
+    )
+    parser.add_argument(
+        "--store",
+        default="memory",
+        metavar="SPEC",
+        help="where command receipts, project events and streams are kept: "
+        "memory (default; nothing survives the process), sqlite:PATH (one "
+        "file, survives a crash; acceptance durable) or postgresql://...",
     )
     return parser
 
@@ -213,6 +236,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if isinstance(exc, ssl_module.SSLError):
                 why = f"not a PEM certificate chain and its private key ({why})"
             return _fail(f"cannot load {files}: {why}")
+    try:
+        store = open_store(args.store)
+    except Exception as exc:  # noqa: BLE001 - any backend's refusal, with its message
+        # A driver's message may quote the whole URI, password included.
+        spec = shown(args.store)
+        why = str(exc).replace(args.store, spec).strip()
+        return _fail(f"cannot open --store {spec}: {why}")
     _configure_logging(args.log_level)
 
     def ready(url: str) -> None:
@@ -229,10 +259,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 allow_insecure_non_loopback=args.allow_insecure_non_loopback,
                 message_deltas=args.deltas,
                 delta_interval=args.delta_interval,
+                store=store,
             )
         )
     except (ValueError, TypeError, OSError) as exc:
         return _fail(str(exc))
+    finally:
+        store.close()
     return 0
 
 
