@@ -19,9 +19,15 @@ import hashlib
 import random
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-from samgita_protocol import InputItem, Request, TurnStartParams, encode
+from samgita_protocol import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    InputItem,
+    Request,
+    TurnStartParams,
+    encode,
+)
 from samgita_protocol.stores import (
     CheckpointStore,
     CommandJournal,
@@ -50,6 +56,14 @@ class Stores(NamedTuple):
     close: Callable[[], None]
 
 
+class OpenStore(Protocol):
+    """Opens a backend's store object at a location."""
+
+    def __call__(
+        self, location: str, /, *, max_message_bytes: int = ...
+    ) -> SqliteStore | PostgresStore: ...
+
+
 class Backend(NamedTuple):
     """How to open a backend's stores at a location, whether what they
     acknowledged outlives the process, and whether a location is a schema
@@ -59,6 +73,9 @@ class Backend(NamedTuple):
     open: Callable[[str], Stores]
     durable: bool
     server: bool = False
+    #: The backend's store object at a location, for a backend whose store
+    #: has ``transaction()`` (shared with the host's own rows).
+    store: OpenStore | None = None
 
 
 def _memory(location: str) -> Stores:
@@ -71,26 +88,34 @@ def _memory(location: str) -> Stores:
     )
 
 
-def _sqlite(location: str) -> Stores:
-    store = SqliteStore(f"{location}/stores.db")
+def _sqlite_store(
+    location: str, /, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+) -> SqliteStore:
+    return SqliteStore(f"{location}/stores.db", max_message_bytes=max_message_bytes)
+
+
+def _stores_of(store: SqliteStore | PostgresStore) -> Stores:
     return Stores(
         store.journal, store.inbox, store.replay_log, store.checkpoints, store.close
     )
+
+
+def _sqlite(location: str) -> Stores:
+    return _stores_of(_sqlite_store(location))
 
 
 def _postgres(location: str) -> Stores:
-    store = PostgresStore(location)
-    return Stores(
-        store.journal, store.inbox, store.replay_log, store.checkpoints, store.close
-    )
+    return _stores_of(PostgresStore(location))
 
 
 BACKENDS: dict[str, Backend] = {
     "memory": Backend(_memory, durable=False),
-    "sqlite": Backend(_sqlite, durable=True),
-    "postgres": Backend(_postgres, durable=True, server=True),
+    "sqlite": Backend(_sqlite, durable=True, store=_sqlite_store),
+    "postgres": Backend(_postgres, durable=True, server=True, store=PostgresStore),
 }
 DURABLE = [name for name, backend in BACKENDS.items() if backend.durable]
+#: The backends whose store has ``transaction()``.
+TRANSACTIONAL = [name for name, backend in BACKENDS.items() if backend.store]
 
 
 def open_stores(backend: str, location: str) -> Stores:

@@ -1,35 +1,33 @@
 """What only the PostgreSQL backend has: its settings and schema version,
 several nodes (store objects, each with its own connections) on one
-database, the live tail across nodes (``replay_log.wait_for``),
-transactions shared with the host's own rows, and its lifecycle (close, a
-lost connection, fork). The contracts it shares with every backend are in
+database, the live tail across nodes (``replay_log.wait_for``), another
+node waiting for a transaction's rows, and its lifecycle (close, a lost
+connection). The contracts it shares with every backend are in
 test_stores_conformance.py, test_stores_reference.py and
-test_stores_durable.py; the server is the session's (conftest.py)."""
+test_stores_durable.py; its message bound, transactions shared with the
+host's own rows and a forked child in test_stores_sql.py (with the SQLite
+backend); the server is the session's (conftest.py)."""
 
 from __future__ import annotations
 
-import multiprocessing
 import queue
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import Connection
 
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
 from postgres_server import Database
-from samgita_protocol import ProtocolError, encode
-from samgita_protocol.stores import Claim, ReplayLog, StoreConflict
+from samgita_protocol.stores import ReplayLog
 from samgita_protocol.stores.postgres import (
     DEFAULT_LOCK_TIMEOUT,
     STORE_SCHEMA_VERSION,
     PostgresReplayLog,
     PostgresStore,
-    PostgresTransaction,
 )
 from stores_backends import digest, mutation
 
@@ -126,13 +124,6 @@ class TestOpen:
             PostgresStore("not a connection string")
         with pytest.raises(psycopg.OperationalError):
             PostgresStore("host=/nonexistent/socket/dir dbname=postgres")
-
-    def test_max_message_bytes(self, dsn: str) -> None:
-        with PostgresStore(dsn, max_message_bytes=20_000) as store:
-            store.inbox.claim("h", "c1", digest("c1"), lease=60)
-            with pytest.raises(ProtocolError, match="max_message_bytes"):
-                store.inbox.commit("h", "c1", digest("c1"), bytes(20_001))
-            store.inbox.commit("h", "c1", digest("c1"), bytes(20_000))
 
     def test_keys_may_hold_any_wire_id(self, store: PostgresStore) -> None:
         # PostgreSQL text cannot hold U+0000; a wire id can, and keys are
@@ -431,97 +422,6 @@ class TestLiveTail:
 
 
 class TestTransaction:
-    def test_claim_effects_and_receipt_commit_together(
-        self, store: PostgresStore
-    ) -> None:
-        with store.transaction() as tx:
-            tx.connection.execute("CREATE TABLE orders (command_id TEXT PRIMARY KEY)")
-        with store.transaction() as tx:
-            assert isinstance(tx, PostgresTransaction)
-            assert tx.inbox.claim("h", "c1", digest("c1"), lease=60).status == "new"
-            tx.connection.execute("INSERT INTO orders VALUES (%s)", ("c1",))
-            tx.inbox.commit("h", "c1", digest("c1"), b"done")
-            tx.replay_log.append("s", lambda c: b"order placed")
-            tx.checkpoints.advance("h", "s", 1)
-            tx.journal.record("h", mutation("r1"), encode(mutation("r1")))
-        assert store.inbox.claim("h", "c1", digest("c1"), lease=60) == Claim(
-            status="duplicate", receipt=b"done"
-        )
-        assert store.replay_log.last_cursor("s") == 1
-        assert store.checkpoints.load("h") == {"s": 1}
-        assert [e.request_id for e in store.journal.unsettled("h")] == ["r1"]
-
-    def test_an_error_rolls_everything_back(self, store: PostgresStore) -> None:
-        with store.transaction() as tx:
-            tx.connection.execute("CREATE TABLE orders (command_id TEXT PRIMARY KEY)")
-        with pytest.raises(KeyError), store.transaction() as tx:
-            tx.inbox.claim("h", "c1", digest("c1"), lease=60)
-            tx.connection.execute("INSERT INTO orders VALUES ('c1')")
-            tx.inbox.commit("h", "c1", digest("c1"), b"done")
-            tx.replay_log.append("s", lambda c: b"order placed")
-            raise KeyError("the host failed")
-        assert store.inbox.claim("h", "c1", digest("c1"), lease=60).status == "new"
-        assert store.replay_log.last_cursor("s") == 0
-        with store.transaction() as tx:
-            assert tx.connection.execute("SELECT * FROM orders").fetchall() == []
-
-    def test_a_failed_call_inside_changes_nothing_and_the_rest_commits(
-        self, store: PostgresStore
-    ) -> None:
-        with store.transaction() as tx:
-            tx.inbox.claim("h", "c1", digest("c1"), lease=60)
-            with pytest.raises(StoreConflict):
-                tx.inbox.commit("h", "c1", digest("other"), b"x")
-
-            def boom(cursor: int) -> bytes:
-                raise ValueError(cursor)
-
-            tx.replay_log.append("s", lambda c: b"one")
-            with pytest.raises(ValueError):
-                tx.replay_log.append("s", boom)
-            assert tx.replay_log.last_cursor("s") == 1
-            tx.inbox.commit("h", "c1", digest("c1"), b"r")
-        assert store.inbox.claim("h", "c1", digest("c1"), lease=1).receipt == b"r"
-        assert store.replay_log.append("s", lambda c: b"two") == 2
-
-    def test_misuse(self, store: PostgresStore) -> None:
-        with store.transaction() as tx:
-            with pytest.raises(RuntimeError, match="transaction"):
-                store.inbox.claim("h", "c1", digest("c1"), lease=60)
-            with pytest.raises(RuntimeError, match="transaction"), store.transaction():
-                pass  # pragma: no cover - never entered
-            assert store.checkpoints.load("h") == {}  # reads see the transaction
-
-            def nested(cursor: int) -> bytes:
-                tx.replay_log.append("s", lambda c: b"inner")
-                return b"outer"
-
-            with pytest.raises(RuntimeError, match="encode_at"):
-                tx.replay_log.append("s", nested)
-        with pytest.raises(RuntimeError, match="over"):
-            tx.inbox.claim("h", "c1", digest("c1"), lease=60)
-        with pytest.raises(RuntimeError, match="over"):
-            tx.connection  # noqa: B018
-        assert store.replay_log.last_cursor("s") == 0
-        assert store.inbox.claim("h", "c1", digest("c1"), lease=60).status == "new"
-
-    def test_other_threads_wait_for_it(self, store: PostgresStore) -> None:
-        results: list[str] = []
-        entered = threading.Event()
-
-        def other() -> None:
-            entered.wait()
-            results.append(store.inbox.claim("h", "c1", digest("c1"), lease=60).status)
-
-        thread = threading.Thread(target=other)
-        thread.start()
-        with store.transaction() as tx:
-            entered.set()
-            tx.inbox.claim("h", "c1", digest("c1"), lease=60)
-            tx.inbox.commit("h", "c1", digest("c1"), b"r")
-        thread.join()
-        assert results == ["duplicate"]
-
     def test_another_node_waits_for_its_rows_up_to_lock_timeout(self, dsn: str) -> None:
         with PostgresStore(dsn) as a, PostgresStore(dsn, lock_timeout=0.05) as b:
             with a.transaction() as tx:
@@ -559,29 +459,6 @@ class TestLifecycle:
         assert store.checkpoints.advance("h", "s", 3) == 3
         with store.transaction() as tx:
             assert tx.connection.info.backend_pid != pid
-
-    def test_a_forked_child_must_open_its_own(self, store: PostgresStore) -> None:
-        store.checkpoints.advance("h", "s", 1)
-        ctx = multiprocessing.get_context("fork")
-        reader, writer = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_use_inherited, args=(store, writer))
-        child.start()
-        writer.close()
-        assert "another process" in reader.recv()
-        child.join()
-        assert child.exitcode == 0
-        assert store.checkpoints.load("h") == {"s": 1}  # the parent's is fine
-        assert store.checkpoints.advance("h", "s", 2) == 2
-
-
-def _use_inherited(store: PostgresStore, out: Connection) -> None:
-    try:
-        store.checkpoints.load("h")
-    except RuntimeError as error:
-        out.send(str(error))
-    else:
-        out.send("no error")
-    store.close()  # does nothing here: the connections are the parent's
 
 
 def test_without_psycopg_the_import_names_the_extra() -> None:

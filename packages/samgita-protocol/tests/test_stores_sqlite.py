@@ -1,7 +1,9 @@
-"""What only the SQLite backend has: its settings, its schema version, its
-transactions shared with the host's own rows, several store objects on one
-file, and its lifecycle (close, fork). The contracts it shares with every
-backend are in test_stores_conformance.py and test_stores_durable.py."""
+"""What only the SQLite backend has: its settings, its schema version,
+several store objects on one file, and its lifecycle (close, a busy
+writer lock). The contracts it shares with every backend are in
+test_stores_conformance.py and test_stores_durable.py; its message bound,
+transactions shared with the host's own rows and a forked child in
+test_stores_sql.py (with the PostgreSQL backend)."""
 
 from __future__ import annotations
 
@@ -11,20 +13,16 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
 
-from samgita_protocol import ProtocolError, encode
-from samgita_protocol.stores import Claim, StoreConflict
 from samgita_protocol.stores.sqlite import (
     DEFAULT_BUSY_TIMEOUT,
     STORE_SCHEMA_VERSION,
     SqliteStore,
-    SqliteTransaction,
 )
-from stores_backends import PRELOAD, digest, mutation, open_worker
+from stores_backends import PRELOAD, digest, open_worker
 
 
 @pytest.fixture
@@ -93,13 +91,6 @@ class TestOpen:
     def test_a_path_like(self, tmp_path: Path) -> None:
         with SqliteStore(tmp_path / "p.db") as store:
             assert store.path == str(tmp_path / "p.db")
-
-    def test_max_message_bytes(self, path: str) -> None:
-        with SqliteStore(path, max_message_bytes=20_000) as store:
-            store.inbox.claim("h", "c1", digest("c1"), lease=60)
-            with pytest.raises(ProtocolError, match="max_message_bytes"):
-                store.inbox.commit("h", "c1", digest("c1"), bytes(20_001))
-            store.inbox.commit("h", "c1", digest("c1"), bytes(20_000))
 
 
 def test_processes_creating_one_file_at_once(tmp_path: Path) -> None:
@@ -197,119 +188,3 @@ class TestLifecycle:
                 assert other.checkpoints.load("h") == {}  # readers are not blocked
             assert other.checkpoints.load("h") == {"s": 5}
             assert other.checkpoints.advance("h", "s", 9) == 9
-
-    def test_a_forked_child_must_open_its_own(self, store: SqliteStore) -> None:
-        store.checkpoints.advance("h", "s", 1)
-        ctx = multiprocessing.get_context("fork")
-        reader, writer = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_use_inherited, args=(store, writer))
-        child.start()
-        writer.close()
-        assert "another process" in reader.recv()
-        child.join()
-        assert child.exitcode == 0
-        assert store.checkpoints.load("h") == {"s": 1}  # the parent's is fine
-        assert store.checkpoints.advance("h", "s", 2) == 2
-
-
-def _use_inherited(store: SqliteStore, out: Connection) -> None:
-    try:
-        store.checkpoints.load("h")
-    except RuntimeError as error:
-        out.send(str(error))
-    else:
-        out.send("no error")
-    store.close()  # does nothing here: the connection is the parent's
-
-
-class TestTransaction:
-    def test_claim_effects_and_receipt_commit_together(
-        self, store: SqliteStore
-    ) -> None:
-        with store.transaction() as tx:
-            tx.connection.execute("CREATE TABLE orders (command_id TEXT PRIMARY KEY)")
-        with store.transaction() as tx:
-            assert isinstance(tx, SqliteTransaction)
-            assert tx.inbox.claim("h", "c1", digest("c1"), lease=60).status == "new"
-            tx.connection.execute("INSERT INTO orders VALUES ('c1')")
-            tx.inbox.commit("h", "c1", digest("c1"), b"done")
-            tx.replay_log.append("s", lambda c: b"order placed")
-            tx.checkpoints.advance("h", "s", 1)
-            tx.journal.record("h", mutation("r1"), encode(mutation("r1")))
-        assert store.inbox.claim("h", "c1", digest("c1"), lease=60) == Claim(
-            status="duplicate", receipt=b"done"
-        )
-        assert store.replay_log.last_cursor("s") == 1
-        assert store.checkpoints.load("h") == {"s": 1}
-        assert [e.request_id for e in store.journal.unsettled("h")] == ["r1"]
-
-    def test_an_error_rolls_everything_back(self, store: SqliteStore) -> None:
-        with store.transaction() as tx:
-            tx.connection.execute("CREATE TABLE orders (command_id TEXT PRIMARY KEY)")
-        with pytest.raises(KeyError), store.transaction() as tx:
-            tx.inbox.claim("h", "c1", digest("c1"), lease=60)
-            tx.connection.execute("INSERT INTO orders VALUES ('c1')")
-            tx.inbox.commit("h", "c1", digest("c1"), b"done")
-            tx.replay_log.append("s", lambda c: b"order placed")
-            raise KeyError("the host failed")
-        assert store.inbox.claim("h", "c1", digest("c1"), lease=60).status == "new"
-        assert store.replay_log.last_cursor("s") == 0
-        with store.transaction() as tx:
-            assert tx.connection.execute("SELECT * FROM orders").fetchall() == []
-
-    def test_a_failed_call_inside_changes_nothing_and_the_rest_commits(
-        self, store: SqliteStore
-    ) -> None:
-        with store.transaction() as tx:
-            tx.inbox.claim("h", "c1", digest("c1"), lease=60)
-            with pytest.raises(StoreConflict):
-                tx.inbox.commit("h", "c1", digest("other"), b"x")
-
-            def boom(cursor: int) -> bytes:
-                raise ValueError(cursor)
-
-            tx.replay_log.append("s", lambda c: b"one")
-            with pytest.raises(ValueError):
-                tx.replay_log.append("s", boom)
-            assert tx.replay_log.last_cursor("s") == 1
-            tx.inbox.commit("h", "c1", digest("c1"), b"r")
-        assert store.inbox.claim("h", "c1", digest("c1"), lease=1).receipt == b"r"
-        assert store.replay_log.append("s", lambda c: b"two") == 2
-
-    def test_misuse(self, store: SqliteStore) -> None:
-        with store.transaction() as tx:
-            with pytest.raises(RuntimeError, match="transaction"):
-                store.inbox.claim("h", "c1", digest("c1"), lease=60)
-            with pytest.raises(RuntimeError, match="transaction"), store.transaction():
-                pass  # pragma: no cover - never entered
-            assert store.checkpoints.load("h") == {}  # reads see the transaction
-
-            def nested(cursor: int) -> bytes:
-                tx.replay_log.append("s", lambda c: b"inner")
-                return b"outer"
-
-            with pytest.raises(RuntimeError, match="encode_at"):
-                tx.replay_log.append("s", nested)
-        with pytest.raises(RuntimeError, match="over"):
-            tx.inbox.claim("h", "c1", digest("c1"), lease=60)
-        with pytest.raises(RuntimeError, match="over"):
-            tx.connection  # noqa: B018
-        assert store.replay_log.last_cursor("s") == 0
-        assert store.inbox.claim("h", "c1", digest("c1"), lease=60).status == "new"
-
-    def test_other_threads_wait_for_it(self, store: SqliteStore) -> None:
-        results: list[str] = []
-        entered = threading.Event()
-
-        def other() -> None:
-            entered.wait()
-            results.append(store.inbox.claim("h", "c1", digest("c1"), lease=60).status)
-
-        thread = threading.Thread(target=other)
-        thread.start()
-        with store.transaction() as tx:
-            entered.set()
-            tx.inbox.claim("h", "c1", digest("c1"), lease=60)
-            tx.inbox.commit("h", "c1", digest("c1"), b"r")
-        thread.join()
-        assert results == ["duplicate"]

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, Protocol
 
-from ._postgres_stores import Conn, Runner, Store, one_row, utf8
+from ._backend import Runner, Store
+from ._postgres_stores import Conn, one_row, utf8
 from ._rules import (
     check_after,
     check_callable,
@@ -85,13 +86,13 @@ def _cut(conn: Conn, stream: bytes, budget: int | None, before: float | None) ->
     return max(cuts)
 
 
-class PostgresReplayLog(Store):
+class PostgresReplayLog(Store[Conn]):
     """The :class:`~samgita_protocol.stores.ReplayLog` of a
     ``PostgresStore`` (durable), with a live tail across nodes:
     :meth:`wait_for`."""
 
     def __init__(
-        self, runner: Runner, max_message_bytes: int, waiter: Waiter | None
+        self, runner: Runner[Conn], max_message_bytes: int, waiter: Waiter | None
     ) -> None:
         super().__init__(runner, max_message_bytes)
         self._waiter = waiter

@@ -1,9 +1,9 @@
-"""The journal, inbox and checkpoints of the PostgreSQL backend, and what
-its stores share (private).
+"""The journal, inbox and checkpoints of the PostgreSQL backend, and the
+row helpers its stores share (private).
 
 ``samgita_protocol.stores.postgres`` owns the connection, its transactions
 and the live tail; each store runs its statements through a
-:class:`Runner` (the replay log is in ``_postgres_replay``). The rules
+:class:`~._backend.Runner` (the replay log is in ``_postgres_replay``). The rules
 come from ``_rules``; only the reading and writing of rows is here, in one
 of three shapes:
 
@@ -35,9 +35,10 @@ U+0000, which PostgreSQL ``text`` cannot.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._schema import Request
+from ._backend import RunnerStore, Store, T
 from ._rules import (
     InboxRow,
     check_bytes,
@@ -71,14 +72,11 @@ __all__ = [
     "PostgresCheckpoints",
     "PostgresInbox",
     "PostgresJournal",
-    "Runner",
-    "Store",
     "Work",
     "one_row",
     "utf8",
 ]
 
-T = TypeVar("T")
 #: A connection of the backend (rows as tuples).
 Conn: TypeAlias = "psycopg.Connection[TupleRow]"
 #: A unit of work on the connection, run atomically by a `Runner`.
@@ -112,26 +110,7 @@ def _matched(conn: Conn, sql: str, params: tuple[Any, ...]) -> bool:
     return conn.execute(sql, params).rowcount > 0
 
 
-class Runner(Protocol):
-    """How a store's method runs its statements: atomically."""
-
-    def write(self, work: Work[T]) -> T: ...
-
-    def read(self, work: Work[T]) -> T: ...
-
-
-class Store:
-    """What the stores share: the runner, and the message bound of what
-    they store."""
-
-    durable: Final = True
-
-    def __init__(self, runner: Runner, max_message_bytes: int) -> None:
-        self._runner = runner
-        self._max_bytes = max_message_bytes
-
-
-class PostgresJournal(Store):
+class PostgresJournal(Store[Conn]):
     """The :class:`CommandJournal` of a `PostgresStore` (durable)."""
 
     def record(
@@ -254,7 +233,7 @@ def _command(conn: Conn, name: tuple[bytes, bytes]) -> InboxRow | None:
     return None if row is None else InboxRow(*row)
 
 
-class PostgresInbox(Store):
+class PostgresInbox(Store[Conn]):
     """The :class:`Inbox` of a `PostgresStore` (durable)."""
 
     def claim(
@@ -405,13 +384,8 @@ class PostgresInbox(Store):
         self._runner.write(work)
 
 
-class PostgresCheckpoints:
+class PostgresCheckpoints(RunnerStore[Conn]):
     """The :class:`CheckpointStore` of a `PostgresStore` (durable)."""
-
-    durable: Final = True
-
-    def __init__(self, runner: Runner) -> None:
-        self._runner = runner
 
     def load(self, host_id: str) -> dict[str, int]:
         """As :meth:`CheckpointStore.load`."""

@@ -2,7 +2,7 @@
 
 ``samgita_protocol.stores.sqlite`` owns the connection and its
 transactions; each class here runs its statements through a
-:class:`Runner`, which makes each call atomic: the store's own
+:class:`~._backend.Runner`, which makes each call atomic: the store's own
 ``BEGIN IMMEDIATE`` transaction per call, or a savepoint inside an open
 ``SqliteStore.transaction``. The rules come from ``_rules``; only the
 reading and writing of rows is here.
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import Final, Protocol, TypeAlias, TypeVar
+from typing import TypeAlias
 
 from .._schema import Request
+from ._backend import RunnerStore, Store, T
 from ._rules import (
     InboxRow,
     check_after,
@@ -47,7 +48,6 @@ from ._rules import (
 from ._types import Claim, EventStatus, JournalEntry, Outcome, ReplayPage
 
 __all__ = [
-    "Runner",
     "SqliteCheckpoints",
     "SqliteInbox",
     "SqliteJournal",
@@ -55,31 +55,11 @@ __all__ = [
     "Work",
 ]
 
-T = TypeVar("T")
 #: A unit of work on the connection, run atomically by a `Runner`.
 Work: TypeAlias = Callable[[sqlite3.Connection], T]
 
 
-class Runner(Protocol):
-    """How a store's method runs its statements: atomically."""
-
-    def write(self, work: Work[T]) -> T: ...
-
-    def read(self, work: Work[T]) -> T: ...
-
-
-class _Store:
-    """What the stores share: the runner, and the message bound of what
-    they store."""
-
-    durable: Final = True
-
-    def __init__(self, runner: Runner, max_message_bytes: int) -> None:
-        self._runner = runner
-        self._max_bytes = max_message_bytes
-
-
-class SqliteJournal(_Store):
+class SqliteJournal(Store[sqlite3.Connection]):
     """The :class:`CommandJournal` of a `SqliteStore` (durable)."""
 
     def record(
@@ -197,7 +177,7 @@ def _command(conn: sqlite3.Connection, scope: str, command_id: str) -> InboxRow 
     return None if row is None else InboxRow(*row)
 
 
-class SqliteInbox(_Store):
+class SqliteInbox(Store[sqlite3.Connection]):
     """The :class:`Inbox` of a `SqliteStore` (durable)."""
 
     def claim(
@@ -322,7 +302,7 @@ def _bounds(conn: sqlite3.Connection, stream_id: str) -> tuple[int, int]:
     return (1, 0) if row is None else (row[0], row[1])
 
 
-class SqliteReplayLog(_Store):
+class SqliteReplayLog(Store[sqlite3.Connection]):
     """The :class:`ReplayLog` of a `SqliteStore` (durable)."""
 
     def append(
@@ -454,13 +434,8 @@ class SqliteReplayLog(_Store):
         return self._runner.read(lambda conn: _bounds(conn, stream_id)[1])
 
 
-class SqliteCheckpoints:
+class SqliteCheckpoints(RunnerStore[sqlite3.Connection]):
     """The :class:`CheckpointStore` of a `SqliteStore` (durable)."""
-
-    durable: Final = True
-
-    def __init__(self, runner: Runner) -> None:
-        self._runner = runner
 
     def load(self, host_id: str) -> dict[str, int]:
         """As :meth:`CheckpointStore.load`."""

@@ -74,13 +74,13 @@ except ImportError as missing:  # pragma: no cover - tested in a fresh interpret
     ) from missing
 
 from .._options import DEFAULT_MAX_MESSAGE_BYTES, positive_int, wrong_type
+from ._backend import T
 from ._postgres_replay import CHANNEL, PostgresReplayLog
 from ._postgres_stores import (
     Conn,
     PostgresCheckpoints,
     PostgresInbox,
     PostgresJournal,
-    T,
     Work,
 )
 from ._rules import reentered, seconds

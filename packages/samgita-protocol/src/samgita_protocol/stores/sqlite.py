@@ -63,13 +63,13 @@ from types import TracebackType
 from typing import Final
 
 from .._options import DEFAULT_MAX_MESSAGE_BYTES, positive_int, wrong_type
+from ._backend import T
 from ._rules import reentered, seconds
 from ._sqlite_stores import (
     SqliteCheckpoints,
     SqliteInbox,
     SqliteJournal,
     SqliteReplayLog,
-    T,
     Work,
 )
 from ._types import CheckpointStore, CommandJournal, Inbox, ReplayLog
