@@ -10,6 +10,7 @@ import dataclasses
 import ssl
 import urllib.parse
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import samgita_protocol as core
 from websockets.asyncio.client import ClientConnection
@@ -20,6 +21,10 @@ from ._checks import is_loopback_host
 from ._errors import HandshakeRejected, connect_errors
 from ._redact import RedactingLogger, Secret
 from ._types import OnRequest, Options
+
+if TYPE_CHECKING:
+    # Annotations only: importing this package loads no store module.
+    from samgita_protocol.stores import CheckpointStore, CommandJournal
 
 __all__ = [
     "HandshakeRejected",
@@ -97,6 +102,8 @@ class SessionSettings:
     required_capabilities: tuple[str, ...]
     host_id: str | None
     checkpoints: Mapping[str, int] | None
+    journal: CommandJournal | None
+    checkpoint_store: CheckpointStore | None
     client_options: Options
 
     def make_client(self) -> core.Client:
@@ -106,6 +113,8 @@ class SessionSettings:
             required_capabilities=self.required_capabilities,
             host_id=self.host_id,
             checkpoints=self.checkpoints,
+            journal=self.journal,
+            checkpoint_store=self.checkpoint_store,
             max_message_bytes=self.max_message_bytes,
             **self.client_options,
         )

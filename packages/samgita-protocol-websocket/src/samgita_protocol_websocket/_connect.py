@@ -12,7 +12,7 @@ import inspect
 import logging
 import ssl as ssl_module
 from collections.abc import Collection, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import samgita_protocol as core
 
@@ -44,6 +44,10 @@ from ._redact import RedactingLogger, Secret, as_secret
 from ._session import Session
 from ._types import OnRequest, Options
 
+if TYPE_CHECKING:
+    # Annotations only: importing this package loads no store module.
+    from samgita_protocol.stores import CheckpointStore, CommandJournal
+
 __all__ = ["connect"]
 
 #: The core Client options connect(...) sets itself (from its own arguments).
@@ -53,6 +57,8 @@ _SET_BY_CONNECT: Final = frozenset(
         "required_capabilities",
         "host_id",
         "checkpoints",
+        "journal",
+        "checkpoint_store",
         "max_message_bytes",
     }
 )
@@ -153,6 +159,8 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
         on_request: OnRequest | None = None,
         host_id: str | None = None,
         checkpoints: Mapping[str, int] | None = None,
+        journal: CommandJournal | None = None,
+        checkpoint_store: CheckpointStore | None = None,
         ssl: ssl_module.SSLContext | None = None,
         allow_insecure_non_loopback: bool = False,
         origin: str | None = None,
@@ -225,6 +233,8 @@ class connect:  # noqa: N801 - used like a function: ``async with connect(...) a
             required_capabilities=required,
             host_id=host_id,
             checkpoints=checkpoints,
+            journal=journal,
+            checkpoint_store=checkpoint_store,
         )
         # Fail now, not at __aenter__, on bad core options.
         self._settings.make_client()

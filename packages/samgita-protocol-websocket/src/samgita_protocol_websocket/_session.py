@@ -96,7 +96,8 @@ class Session:
     def resolve_uncertain(
         self, request_id: str, outcome: Literal["applied", "not_applied"]
     ) -> None:
-        """Clear an uncertain command after reconciling it (``Client.resolve_uncertain``).
+        """Clear an uncertain command after reconciling it (``Client.resolve_uncertain``;
+        with a ``journal``, its entry is settled with ``outcome`` first).
 
         Raises ``ProtocolError`` ``unknown_uncertain``, ``ValueError`` for a bad outcome.
         """
@@ -105,7 +106,8 @@ class Session:
     def checkpoints(self) -> dict[str, int]:
         """Processed stream positions to persist (``Client.checkpoints()``,
         ``{stream_id: cursor}``); persist ``session.client.host_id`` beside
-        them and pass both back as ``host_id=`` and ``checkpoints=``."""
+        them and pass both back as ``host_id=`` and ``checkpoints=``, or
+        give ``connect`` a ``checkpoint_store``, which keeps them itself."""
         return self._client.checkpoints()
 
     async def wait_disconnected(self) -> None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
@@ -44,13 +44,17 @@ from ._handshake import INITIALIZE, Handshake, check_offer, restored
 from ._inbox import Inbox
 from ._incoming import received, wire_of
 from ._options import Limits, check_id, check_limits, monotonic, wrong_type
-from ._outbox import DUPLICATE, Outbox, Pending
+from ._outbox import DUPLICATE, Outbox, Pending, held_reason
 from ._outgoing import Outgoing, notification_to_send, request_to_send
 from ._params import StreamResumeResult
+from ._records import RESTART, Records, id_prefix
 from ._resumes import Resumes, correlated_page, resume_digest
 from ._schema import SCHEMA_VERSION, Message, Notification, Request, Response
 from ._state import Activity, ConnectionState, Event, Role, Stateful
 from ._streams import ClientStreams
+
+if TYPE_CHECKING:
+    from .stores import CheckpointStore, CommandJournal
 
 __all__ = ["Client"]
 
@@ -82,6 +86,20 @@ class Client(Stateful):
         checkpoints: the ``dict[str, int]`` of :meth:`checkpoints` (stream id
             to processed cursor) to restore after a process restart; they
             belong to ``host_id``, which must be given.
+        journal: a ``samgita_protocol.stores.CommandJournal`` (needs
+            ``host_id``). Every mutation is recorded in it before
+            :meth:`request` hands it out and settled when its response
+            arrives or :meth:`resolve_uncertain` clears it; a new Client
+            given the same journal holds every unsettled entry in
+            :attr:`uncertain` (reason ``"restart"``) and never sends it.
+            Default request ids then carry a random part
+            (``"c1a2b3c4d.1-7"``) so they never repeat across restarts.
+        checkpoint_store: a ``samgita_protocol.stores.CheckpointStore``
+            (needs ``host_id``; not with ``checkpoints``): the checkpoints
+            are loaded from it, and :meth:`ack_cursor` / :meth:`ack` advance
+            it (:meth:`forget_stream` forgets) before the client's own.
+            A store that raises leaves the client as it was; the error
+            propagates.
         max_outstanding_requests: requests waiting for a response (64).
         max_uncertain_commands: mutations held in ``uncertain`` (64).
         max_incoming_requests: the host's requests waiting for ``reply`` (64).
@@ -105,6 +123,7 @@ class Client(Stateful):
         "_limits",
         "_max_bytes",
         "_outbox",
+        "_records",
         "_results",
         "_resumes",
         "_scratch",
@@ -120,6 +139,8 @@ class Client(Stateful):
         id_generator: Callable[[int, int], str] | None = None,
         host_id: str | None = None,
         checkpoints: Mapping[str, int] | None = None,
+        journal: CommandJournal | None = None,
+        checkpoint_store: CheckpointStore | None = None,
         max_outstanding_requests: int | None = None,
         max_uncertain_commands: int | None = None,
         max_incoming_requests: int | None = None,
@@ -152,23 +173,38 @@ class Client(Stateful):
                 "request_timeout_ms": request_timeout_ms,
             }
         )
+        records = None
+        if journal is not None or checkpoint_store is not None:
+            records = Records(checked_host, journal, checkpoint_store, checkpoints)
+            loaded = records.checkpoints()
+            if loaded is not None:
+                checkpoints = loaded
+        self._records = records
         self._streams = ClientStreams(
             max_buffered_notifications=limits.max_buffered_notifications,
             max_streams=limits.max_streams,
             max_stream_hashes=limits.max_stream_hashes,
             checkpoints=restored(checkpoints, checked_host),
+            records=records,
         )
         self._handshake = Handshake(offer, checked_host)
         self._limits = limits
         self._max_bytes = limits.max_message_bytes
         self._outbox = Outbox(
-            prefix="c",
+            prefix=id_prefix(journal),
             max_outstanding_requests=limits.max_outstanding_requests,
             max_uncertain_commands=limits.max_uncertain_commands,
             max_completed=limits.max_completed,
             request_timeout=limits.request_timeout,
             id_generator=id_generator,
         )
+        if records is not None:
+            self._outbox.restore(
+                records.uncertain(
+                    limits.max_uncertain_commands, limits.max_message_bytes
+                ),
+                RESTART,
+            )
         # The codec's re-encoding buffer and result types (see decode_wire),
         # bound once.
         self._scratch = bytearray()
@@ -298,6 +334,10 @@ class Client(Stateful):
                 or envelope (``missing_command_id``, ``invalid_field``, ...);
                 all ``local``. Nothing is recorded.
             TypeError, ValueError: a bad ``now``.
+            Exception: what the ``journal``'s ``record`` raises (its
+                ``StoreConflict`` for an explicit ``id`` it holds with other
+                content, a ``limit_exceeded``, an I/O error): nothing is
+                handed out.
         """
         # A finite float (now - now is nan for inf and nan) needs no checks.
         moment = now if type(now) is float and now - now == 0.0 else monotonic(now)
@@ -320,8 +360,10 @@ class Client(Stateful):
             project_ref=project_ref,
             task_ref=task_ref,
         )
-        # -- no failure below this line --
         request: Any = sent.message  # the Request request_to_send built
+        if mutation and self._records is not None:
+            self._records.record(request, sent.data)
+        # -- no failure below this line --
         outbox.put(request, mutation, moment, counter, id is not None)
         if initialize:
             handshake.offer = converted
@@ -400,6 +442,9 @@ class Client(Stateful):
             TypeError: ``data`` is none of bytes, bytearray, memoryview, str
                 or a message (nothing changed).
             TypeError, ValueError: ``now`` is not an aware datetime.
+            Exception: what the ``journal``'s ``settle`` raises for the
+                response of a mutation: nothing changed (the request stays
+                pending, and a disconnect makes it uncertain).
         """
         clock = None if now is None else wall_clock(now)
         self._check(_TRAFFIC, "receive()")
@@ -430,8 +475,15 @@ class Client(Stateful):
         return self._inbox.receive(message, self._state, self._handshake.negotiated)
 
     def _matched(self, entry: Pending, outcome: Any, key: ContentKey) -> list[Effect]:
-        """Ends a matched request with its outcome (cannot fail)."""
+        """Ends a matched request with its outcome (cannot fail but in the
+        journal, before anything changed)."""
         request = entry.request
+        if (
+            entry.mutation
+            and self._records is not None
+            and held_reason(outcome) is None
+        ):
+            self._records.settle(request.id, "answered")
         method = request.method
         if method == INITIALIZE:
             return self._initialized(entry, outcome, key)
@@ -570,7 +622,11 @@ class Client(Stateful):
             TypeError: ``request_id`` or ``outcome`` is not a string.
             ValueError: ``outcome`` is neither ``"applied"`` nor ``"not_applied"``.
         """
-        self._outbox.resolve(request_id, outcome)
+        outbox = self._outbox
+        if self._records is not None:
+            outbox.check_resolve(request_id, outcome)
+            self._records.settle(request_id, outcome)
+        outbox.resolve(request_id, outcome)
 
     # -- streams ------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from samgita_protocol._schema import (
 )
 from samgita_protocol._windows import RecentIds
 
-__all__ = ["DUPLICATE", "Outbox", "Pending", "limit_error"]
+__all__ = ["DUPLICATE", "Outbox", "Pending", "held_reason", "limit_error"]
 
 IdGenerator = Callable[[int, int], str]
 
@@ -61,6 +61,19 @@ class Pending(msgspec.Struct, frozen=True):
     request: Request
     mutation: bool
     deadline: float
+
+
+def held_reason(outcome: object) -> str | None:
+    """Why a mutation answered with ``outcome`` stays uncertain, or ``None``
+    when the answer settles it: a result that was invalid (a ``peer``
+    error: the peer may have performed it) and a remote ``internal_error``
+    (the host may have applied the effect before failing) keep it held."""
+    if isinstance(outcome, ProtocolError):
+        if outcome.origin == "peer":
+            return "invalid_result"
+        if outcome.code == ErrorCode.INTERNAL_ERROR:
+            return "internal_error"
+    return None
 
 
 class Outbox:
@@ -306,11 +319,17 @@ class Outbox:
         if not entry.mutation:
             return
         self._pending_mutations -= 1
-        if isinstance(outcome, ProtocolError):
-            if outcome.origin == "peer":
-                self._hold(request_id, entry.request, "invalid_result")
-            elif outcome.code == ErrorCode.INTERNAL_ERROR:
-                self._hold(request_id, entry.request, "internal_error")
+        reason = held_reason(outcome)
+        if reason is not None:
+            self._hold(request_id, entry.request, reason)
+
+    def restore(self, requests: Iterable[Request], reason: str) -> None:
+        """Holds mutations a previous process handed out (its journal's
+        unsettled entries) in ``uncertain`` (cannot fail: the caller checked
+        them against ``max_uncertain_commands``). Default ids skip theirs."""
+        for request in requests:
+            self._hold(request.id, request, reason)
+            self._explicit_ids = True
 
     def _finish(self, request_id: str, entry: Pending, key: ContentKey) -> None:
         del self.pending[request_id]
@@ -378,7 +397,13 @@ class Outbox:
 
     def resolve(self, request_id: str, outcome: str) -> None:
         """Clears an uncertain command whose ``outcome`` (``"applied"`` or
-        ``"not_applied"``) was established.
+        ``"not_applied"``) was established (after :meth:`check_resolve`)."""
+        self.check_resolve(request_id, outcome)
+        del self.uncertain[request_id]
+        del self.uncertain_reasons[request_id]
+
+    def check_resolve(self, request_id: str, outcome: str) -> None:
+        """Checks that :meth:`resolve` can clear ``request_id`` with ``outcome``.
 
         Raises:
             TypeError: ``outcome`` or ``request_id`` is not a string.
@@ -400,5 +425,3 @@ class Outbox:
                 "no uncertain command with this request id",
                 data={"id": request_id},
             )
-        del self.uncertain[request_id]
-        del self.uncertain_reasons[request_id]

@@ -31,6 +31,7 @@ from ._options import (
     wrong_type,
 )
 from ._positions import limit_exceeded, validate_positions
+from ._records import Records
 from ._schema import Notification
 
 __all__ = ["ClientStreams", "StreamPosition"]
@@ -90,6 +91,9 @@ class ClientStreams:
         checkpoints: processed positions from :meth:`checkpoints` to restore
             after a process restart (the caller checks they belong to the
             same host).
+        records: the client's :class:`~._records.Records`; a position
+            changes in its checkpoint store first (a store that raises
+            leaves the position as it was).
 
     Raises:
         TypeError, ValueError: a bad bound or bad ``checkpoints`` (the
@@ -101,6 +105,7 @@ class ClientStreams:
         "_max_buffered",
         "_max_hashes",
         "_max_streams",
+        "_records",
         "_streams",
     )
 
@@ -111,7 +116,11 @@ class ClientStreams:
         max_streams: int = DEFAULT_MAX_STREAMS,
         max_stream_hashes: int = DEFAULT_MAX_STREAM_HASHES,
         checkpoints: Mapping[str, int] | None = None,
+        records: Records | None = None,
     ) -> None:
+        # The caller's checkpoint store (through Records), told before each
+        # change of a position: ack advances it, forget forgets it.
+        self._records = records
         self._max_buffered = positive_int(
             "max_buffered_notifications", max_buffered_notifications
         )
@@ -394,6 +403,8 @@ class ClientStreams:
             )
         if cursor <= stream.processed:
             return
+        if self._records is not None:
+            self._records.advance(stream_id, cursor)
         retained = stream.retained
         for _ in range(cursor - stream.processed):
             retained.popleft()
@@ -426,6 +437,8 @@ class ClientStreams:
                     "received": stream.received,
                 },
             )
+        if self._records is not None:
+            self._records.forget(stream_id)
         del self._streams[stream_id]
 
     def checkpoints(self) -> dict[str, int]:
@@ -450,6 +463,7 @@ class ClientStreams:
         other._max_buffered = self._max_buffered
         other._max_streams = self._max_streams
         other._max_hashes = self._max_hashes
+        other._records = self._records
         copies = {id(s): s.copy() for s in self._streams.values()}
         other._streams = {k: copies[id(s)] for k, s in self._streams.items()}
         other._buffer = deque((copies[id(s)], c, n) for s, c, n in self._buffer)
