@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import demo_codex  # `--codex`: the same kind of flow against the real Codex
+import demo_failover  # `--failover`: two fake Agent nodes on one PostgreSQL
 import samgita_protocol as core
 from samgita_protocol_websocket import HandshakeRejected, connect
 from transcript import Transcript
@@ -412,7 +413,11 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--codex"]:
         # The Codex mode (tools/demo_codex.py): the real codex app-server.
         raise SystemExit(asyncio.run(demo_codex.main()))
+    if sys.argv[1:] == ["--failover"]:
+        # The failover mode (tools/demo_failover.py): node A killed, node B
+        # carries on, both on one PostgreSQL database.
+        raise SystemExit(demo_failover.main())
     if sys.argv[1:]:
-        print("usage: tools/demo [--codex]", file=sys.stderr)
+        print("usage: tools/demo [--codex|--failover]", file=sys.stderr)
         raise SystemExit(2)
     raise SystemExit(asyncio.run(main()))
