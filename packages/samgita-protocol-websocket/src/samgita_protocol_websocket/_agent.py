@@ -11,6 +11,11 @@ streamed notifications are appended to the ``ReplayLog``, which assigns
 their cursors and serves ``stream/resume``. Threads, turns and approvals
 stay in memory: a restarted Agent answers receipts, event statuses and
 resumes from the store, but knows no thread of the process before it.
+
+A stream this process does not produce (another Agent's on a shared
+store) is served page by page; on a store with a live tail across nodes
+(PostgreSQL) the connection that got its last page keeps receiving that
+Agent's new events (``_follow``).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import samgita_protocol as core
 from samgita_protocol.stores import EventStatus, command_digest, event_digest
 
 from ._agent_store import AgentStore, command_request, memory_store, refused
-from ._codes import CloseCode
+from ._follow import Followers, send_event
 from ._server_loop import AgentConnection, ConnectionInfo
 
 __all__ = ["AGENT_LOGGER", "GROUPS", "AgentState", "FakeAgent"]
@@ -122,6 +127,7 @@ class FakeAgent(core.Handler):
     def __init__(self, state: AgentState, connection: AgentConnection) -> None:
         self.state = state
         self.connection = connection
+        self._followers = Followers(connection, _log)
 
     @classmethod
     def factory(cls, state: AgentState) -> Callable[[ConnectionInfo], FakeAgent]:
@@ -319,15 +325,21 @@ class FakeAgent(core.Handler):
                 data={"stream_id": stream_id},
             )
         page = log.page(stream_id, params.cursor)
-        if not page.has_more and entry is not None:
-            # Events appended from now on go to this connection live, after this page.
-            entry.subscribers.add(self.connection)
-        return core.StreamResumeResult(
+        result = core.StreamResumeResult(
             stream_id=stream_id,
             cursor=page.cursor,
             events=[cast(core.Notification, core.decode(e)) for e in page.events],
             has_more=page.has_more,
         )
+        if entry is None:
+            # Another Agent's stream: followed live after its last page when
+            # the store has a live tail across nodes (PostgreSQL).
+            self._followers.resumed(log, stream_id, page)
+        elif not page.has_more:
+            # Events appended from now on go to this connection live, after
+            # this page: the reader enqueues this response before any of them.
+            entry.subscribers.add(self.connection)
+        return result
 
     def approval_request(
         self, params: core.ApprovalRequestParams, context: core.RequestContext
@@ -398,31 +410,11 @@ class FakeAgent(core.Handler):
         # The bytes the log stored: every subscriber gets them without a
         # second encode.
         wire = self._append(entry.turn.turn_id, ephemeral)
-        group = core.METHODS[method].group
         for conn in list(entry.subscribers):
-            if conn.closed:
+            # A peer without streaming.v1 cannot resume: it gets the event
+            # unsequenced (send_event).
+            if conn.closed or not await send_event(conn, method, wire, ephemeral):
                 entry.subscribers.discard(conn)
-                continue
-            negotiated = conn.server.capabilities
-            if group not in negotiated:
-                continue  # retained for stream/resume; this peer did not negotiate the group
-            try:
-                if "streaming.v1" in negotiated:
-                    await conn.send_encoded(wire)
-                else:
-                    # Without streaming.v1 a peer cannot resume, so it gets
-                    # the event unsequenced.
-                    await conn.send_message(ephemeral)
-            except ConnectionError:
-                entry.subscribers.discard(conn)
-            except core.ProtocolError as exc:
-                # The stream cannot go on on this connection without a hole:
-                # end it (1011) rather than silently stop sending, so the
-                # client reconnects and resumes from its checkpoint.
-                entry.subscribers.discard(conn)
-                await conn.close(
-                    CloseCode.INTERNAL_ERROR, f"cannot send {method}: {exc.code}"
-                )
 
     async def _pause(self) -> None:
         await asyncio.sleep(self.state.delta_interval)

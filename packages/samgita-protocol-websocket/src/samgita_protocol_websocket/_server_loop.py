@@ -85,6 +85,9 @@ class AgentConnection:
         self._ws = ws
         self._max_message_bytes = max_message_bytes
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(max_outbound_messages)
+        # Senders waiting for room in _queue, in line (see _enqueue).
+        self._blocked = 0
+        self._in_line = asyncio.Lock()
         self._send_timeout = send_timeout
         self._logger = logger
         self._server: core.Server | None = None
@@ -223,16 +226,25 @@ class AgentConnection:
             finally:
                 self._inflight -= 1
             return
+        if not self._blocked:
+            try:
+                self._queue.put_nowait(data)
+                return
+            except asyncio.QueueFull:
+                pass
+        # The queue is full, or others wait for room: wait in line, first
+        # come, first served (asyncio.Lock wakes its waiters in order, and
+        # only its holder puts). A put beside them could take the slot freed
+        # for the first of them and overtake it (a live event before the
+        # stream/resume response ahead of it: a cursor_gap at the client).
+        self._blocked += 1
         try:
-            self._queue.put_nowait(data)
-            return
-        except asyncio.QueueFull:
-            pass
-        try:
-            async with asyncio.timeout(self._send_timeout):
+            async with asyncio.timeout(self._send_timeout), self._in_line:
                 await self._queue.put(data)
         except TimeoutError:
             await self._not_reading()
+        finally:
+            self._blocked -= 1
 
     async def _send(self, data: bytes) -> None:
         # One message in ws.send at a time (the lock), bounded by

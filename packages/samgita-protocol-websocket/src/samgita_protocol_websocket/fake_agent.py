@@ -31,7 +31,10 @@ SIGINT/SIGTERM.  ``--certfile`` / ``--keyfile`` serve ``wss://``;
 ``--host``.  ``--store`` names the store: ``memory`` (the default: nothing
 survives the process), ``sqlite:PATH`` (one SQLite file: receipts, event
 statuses and streams survive a crash, and ``project/event.receive`` answers
-``acceptance: "durable"``) or ``postgresql://...``.
+``acceptance: "durable"``) or ``postgresql://...`` (a database several
+Agents may share: a client that resumes another Agent's stream here keeps
+receiving that Agent's new events live).  ``--approval-timeout`` bounds the
+wait for an approval (then the turn goes on with it ``expired``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import signal
 import ssl as ssl_module
 import sys
@@ -113,6 +117,10 @@ async def run(
 
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
+#: The longest --approval-timeout: its deadline (now plus it) must be a
+#: date the Agent can write (about 31 years).
+_MAX_APPROVAL_TIMEOUT: Final = 1e9
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -163,12 +171,22 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds between streamed events (default 0.01)",
     )
     parser.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds a turn waits for the answer to its approval request, "
+        "then goes on with the approval expired (default 30)",
+    )
+    parser.add_argument(
         "--store",
         default="memory",
         metavar="SPEC",
         help="where command receipts, project events and streams are kept: "
         "memory (default; nothing survives the process), sqlite:PATH (one "
-        "file, survives a crash; acceptance durable) or postgresql://...",
+        "file, survives a crash; acceptance durable) or postgresql://... "
+        "(shared by several Agents; a resumed stream of another Agent is "
+        "followed live)",
     )
     return parser
 
@@ -210,6 +228,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _parser()
     args = parser.parse_args(argv)
+    timeout = args.approval_timeout
+    if not (math.isfinite(timeout) and 0 < timeout <= _MAX_APPROVAL_TIMEOUT):
+        return _fail(
+            "--approval-timeout must be a positive number of seconds "
+            f"(at most {_MAX_APPROVAL_TIMEOUT:.0f}), got {timeout}"
+        )
     if args.keyfile is not None and args.certfile is None:
         return _fail("--keyfile needs --certfile")
     if args.certfile is None and not args.allow_insecure_non_loopback:
@@ -259,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 allow_insecure_non_loopback=args.allow_insecure_non_loopback,
                 message_deltas=args.deltas,
                 delta_interval=args.delta_interval,
+                approval_timeout=timeout,
                 store=store,
             )
         )
