@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import tracemalloc
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -455,6 +456,28 @@ class TestReplayPage:
         if after < len(sizes):
             assert count >= 1
             assert page.events[0].startswith(b"%d:" % (after + 1))
+
+    def test_a_page_cut_by_the_budget_reads_little_beyond_it(
+        self, stores: Stores
+    ) -> None:
+        # 16 events near 1 MiB each: a page holds one. Reading all of them
+        # (into Python objects) to return one would show in the peak.
+        log = stores.replay_log
+        size = DEFAULT_MAX_MESSAGE_BYTES - PAGE_OVERHEAD - 64
+        for n in range(16):
+            log.append("big", lambda c, n=n: bytes([n]) * size)
+        tracemalloc.start()
+        try:
+            page = log.page("big", 3)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert (page.events, page.cursor, page.has_more) == (
+            [bytes([3]) * size],
+            4,
+            True,
+        )
+        assert peak < 3 * DEFAULT_MAX_MESSAGE_BYTES  # the page, one event beyond
 
 
 class TestReplayTrim:

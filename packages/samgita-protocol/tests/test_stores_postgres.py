@@ -22,7 +22,8 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from postgres_server import Database
-from samgita_protocol.stores import ReplayLog
+from samgita_protocol import ErrorCode, ProtocolError
+from samgita_protocol.stores import ReplayLog, _postgres_replay
 from samgita_protocol.stores.postgres import (
     DEFAULT_LOCK_TIMEOUT,
     STORE_SCHEMA_VERSION,
@@ -279,6 +280,77 @@ class TestTwoNodes:
         _run_threads([advancer(nodes[n % 2], n) for n in range(4)])
         assert nodes[0].checkpoints.load("h") == {"s": 399}
 
+    def test_alternating_nodes_each_lose_the_cursor_they_guessed(
+        self, nodes: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        # Each node guesses the cursor after the last one it assigned; when
+        # the nodes take turns, the other node took it every time.
+        calls: list[tuple[str, int]] = []
+
+        def event(name: str, n: int) -> Callable[[int], bytes]:
+            def encode_at(cursor: int) -> bytes:
+                calls.append((name, cursor))
+                return f"{name}:{n}:{cursor}".encode()
+
+            return encode_at
+
+        turns = [("a", nodes[0]), ("b", nodes[1])] * 6
+        cursors = [
+            node.replay_log.append("s", event(name, n))
+            for n, (name, node) in enumerate(turns)
+        ]
+        assert cursors == list(range(1, 13))
+        expected: list[tuple[str, int]] = []
+        for cursor, (name, _) in enumerate(turns, 1):
+            if cursor > 2:  # the guess first (encoded, not stored), then the cursor
+                expected.append((name, cursor - 1))
+            expected.append((name, cursor))
+        assert calls == expected
+        page = nodes[1].replay_log.page("s", 0)
+        assert page.events == [
+            f"{name}:{n}:{n + 1}".encode() for n, (name, _) in enumerate(turns)
+        ]
+        # A node appending again after its own append guesses right: once.
+        calls.clear()
+        assert nodes[1].replay_log.append("s", event("b", 12)) == 13
+        assert calls == [("b", 13)]
+        assert nodes[0].replay_log.page("s", 12).events == [b"b:12:13"]
+        assert nodes[0].replay_log.last_cursor("s") == 13
+
+    def test_pages_stay_whole_while_another_node_trims(
+        self, nodes: tuple[PostgresStore, PostgresStore]
+    ) -> None:
+        a, b = nodes
+        for _ in range(200):
+            a.replay_log.append("s", lambda cursor: b"e%d" % cursor)
+        gaps = 0
+
+        def trim_all() -> None:
+            for keep in range(199, -1, -1):
+                a.replay_log.trim("s", keep_events=keep)
+
+        trimmer = threading.Thread(target=trim_all)
+        trimmer.start()
+        done = False
+        while not done:  # the last round after the last trim: all gaps
+            done = not trimmer.is_alive()
+            for after in (0, 50, 150):
+                try:
+                    page = b.replay_log.page("s", after, max_events=40)
+                except ProtocolError as error:
+                    assert error.code == ErrorCode.REPLAY_GAP
+                    gaps += 1
+                    continue
+                # One snapshot: never a page with a hole, or cut short.
+                count = min(40, 200 - after)
+                assert page.events == [
+                    b"e%d" % c for c in range(after + 1, after + count + 1)
+                ]
+                assert page.cursor == after + count
+        trimmer.join()
+        assert gaps > 0
+        assert b.replay_log.first_cursor("s") == 201
+
 
 def _listening(dsn: str, node: str) -> None:
     # Wait until node's tail listens (its LISTEN connection is up).
@@ -431,6 +503,34 @@ class TestTransaction:
                 assert b.inbox.claim("h", "c2", digest("c2"), lease=60).status == "new"
                 tx.inbox.commit("h", "c1", digest("c1"), b"r")
             assert b.inbox.claim("h", "c1", digest("c1"), lease=60).receipt == b"r"
+
+    def test_appends_in_a_transaction_commit_or_roll_back_with_it(
+        self, store: PostgresStore
+    ) -> None:
+        log = store.replay_log
+        assert log.append("s", lambda c: b"e%d" % c) == 1
+        with pytest.raises(KeyError), store.transaction() as tx:
+            assert tx.replay_log.append("s", lambda c: b"e%d" % c) == 2
+            assert tx.replay_log.append("s", lambda c: b"e%d" % c) == 3
+            raise KeyError("roll back")
+        assert log.last_cursor("s") == 1
+        assert log.append("s", lambda c: b"e%d" % c) == 2
+        with store.transaction() as tx:
+            assert tx.replay_log.append("s", lambda c: b"e%d" % c) == 3
+            assert tx.replay_log.append("s", lambda c: b"e%d" % c) == 4
+        assert log.append("s", lambda c: b"e%d" % c) == 5
+        assert log.page("s", 0).events == [b"e%d" % c for c in range(1, 6)]
+
+    def test_a_store_remembers_a_bounded_number_of_streams(
+        self, store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(_postgres_replay, "_REMEMBERED", 3)
+        log = store.replay_log
+        for round_ in range(1, 3):
+            for n in range(5):
+                assert log.append(f"s{n}", lambda c: b"e%d" % c) == round_
+        assert len(log._last) == 3  # the last three streams appended to
+        assert [log.last_cursor(f"s{n}") for n in range(5)] == [2] * 5
 
 
 class TestLifecycle:

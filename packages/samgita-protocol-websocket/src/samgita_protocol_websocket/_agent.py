@@ -394,7 +394,9 @@ class FakeAgent(core.Handler):
                 notification, stream_id=stream_id, cursor=cursor
             )
             encoded.append(core.encode(sequenced))
-            return encoded[0]
+            # The log may call this again (another writer took the cursor
+            # it guessed): the last call's bytes are the ones it stored.
+            return encoded[-1]
 
         cursor = log.append(stream_id, encode_at)
         if cursor % _TRIM_EVERY == 0:
@@ -403,7 +405,7 @@ class FakeAgent(core.Handler):
                 keep_events=_RETENTION.max_events,
                 keep_bytes=_RETENTION.max_bytes,
             )
-        return encoded[0]
+        return encoded[-1]
 
     async def _emit(self, entry: _Turn, method: str, params: msgspec.Struct) -> None:
         ephemeral = core.Notification(method=method, params=params)

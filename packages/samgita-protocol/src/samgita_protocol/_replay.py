@@ -9,7 +9,7 @@ must persist events itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final, cast
 
 import msgspec
@@ -336,15 +336,18 @@ def check_page_cursor(
     return cursor
 
 
-def fitting(sizes: Sequence[int], budget: int) -> int:
+def fitting(sizes: Iterable[int], budget: int) -> int:
     """How many of the next events (their encoded ``sizes``, at most a page)
     fit in one ``stream/resume`` message of ``budget`` bytes:
     :data:`PAGE_OVERHEAD` plus each event and its comma (the page rule of
-    every replay log)."""
-    count = len(sizes)
-    if PAGE_OVERHEAD + sum(sizes) + count <= budget:
-        return count
-    # Not the whole page: stop before the event that passes the budget.
+    every replay log). ``sizes`` may be lazy (an iterator over rows being
+    read): it is then consumed up to the first event past the budget and
+    no further, so a caller reads at most one event beyond the page."""
+    if isinstance(sizes, Sequence):
+        count = len(sizes)
+        if PAGE_OVERHEAD + sum(sizes) + count <= budget:
+            return count
+    # Not the whole page, or not known yet: stop at the event that passes.
     used = PAGE_OVERHEAD
     count = 0
     for size in sizes:

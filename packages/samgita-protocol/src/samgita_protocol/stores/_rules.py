@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Final, NamedTuple, cast, get_args
 
 from .._errors import ErrorCode, ProtocolError
@@ -49,6 +49,7 @@ __all__ = [
     "key",
     "next_cursor",
     "page_count",
+    "page_events",
     "page_limits",
     "record_needed",
     "reentered",
@@ -361,17 +362,45 @@ def page_limits(
     return events, budget
 
 
-def page_count(sizes: Sequence[int], budget: int, after: int) -> int:
-    """How many of the next events (their ``sizes``, at most a page) fit in
-    a ``stream/resume`` message of ``budget`` bytes (`Replay`'s rule,
-    ``fitting``). ``limit_exceeded`` when there is a next event and it
-    alone does not fit (where `Replay.since` returns ``[]``, a store's page
-    would make a resume loop spin)."""
-    count = fitting(sizes, budget)
-    if count == 0 and sizes:
+def _fits(count: int, more: bool, budget: int, after: int) -> int:
+    # `count` events of a page; limit_exceeded when there is a next event
+    # (`more`) and it alone does not fit (where `Replay.since` returns [],
+    # a store's page would make a resume loop spin).
+    if count == 0 and more:
         raise ProtocolError(
             ErrorCode.LIMIT_EXCEEDED,
             "the next event does not fit in a page of max_bytes",
             data={"limit": "max_bytes", "max": budget, "cursor": after + 1},
         )
     return count
+
+
+def page_count(sizes: Sequence[int], budget: int, after: int) -> int:
+    """How many of the next events (their ``sizes``, at most a page) fit in
+    a ``stream/resume`` message of ``budget`` bytes (`Replay`'s rule,
+    ``fitting``). ``limit_exceeded`` when there is a next event and it
+    alone does not fit (where `Replay.since` returns ``[]``, a store's page
+    would make a resume loop spin)."""
+    return _fits(fitting(sizes, budget), bool(sizes), budget, after)
+
+
+def page_events(rows: Iterable[tuple[bytes]], budget: int, after: int) -> list[bytes]:
+    """The next events that fit in a ``stream/resume`` message of ``budget``
+    bytes (:func:`page_count`'s rule and error), from ``rows`` of one
+    column, each event's bytes, in cursor order, at most a page of them.
+
+    ``rows`` is read lazily, up to the first event past the budget and no
+    further: given a database cursor, a page cut by the budget reads one
+    event beyond it, never the rest of the page (128 events near 1 MiB
+    each are not loaded to return one)."""
+    events: list[bytes] = []
+    keep = events.append
+
+    def sizes() -> Iterator[int]:
+        for (data,) in rows:
+            keep(data)
+            yield len(data)
+
+    count = _fits(fitting(sizes(), budget), bool(events), budget, after)
+    del events[count:]
+    return events

@@ -35,7 +35,7 @@ from ._rules import (
     journal_entry,
     key,
     next_cursor,
-    page_count,
+    page_events,
     page_limits,
     record_needed,
     release_needed,
@@ -351,24 +351,19 @@ class SqliteReplayLog(Store[sqlite3.Connection]):
         def work(conn: sqlite3.Connection) -> ReplayPage:
             first, last = _bounds(conn, stream_id)
             start = check_after(after, first, last)
-            # Sizes first, so that no event beyond the page is read.
-            sizes = [
-                size
-                for (size,) in conn.execute(
-                    "SELECT size FROM samgita_replay WHERE stream_id = ?"
-                    " AND cursor > ? ORDER BY cursor LIMIT ?",
-                    (stream_id, start, most),
-                )
-            ]
-            count = page_count(sizes, budget, start)
-            events = [
-                data
-                for (data,) in conn.execute(
-                    "SELECT data FROM samgita_replay WHERE stream_id = ?"
-                    " AND cursor > ? AND cursor <= ? ORDER BY cursor",
-                    (stream_id, start, start + count),
-                )
-            ]
+            # Read lazily (sqlite3 steps one row ahead of the one it
+            # returns): a page cut by the budget reads one or two events
+            # beyond it, not the rest of the page; one query, one pass.
+            rows = conn.execute(
+                "SELECT data FROM samgita_replay WHERE stream_id = ?"
+                " AND cursor > ? ORDER BY cursor LIMIT ?",
+                (stream_id, start, most),
+            )
+            try:
+                events = page_events(rows, budget, start)
+            finally:
+                rows.close()  # a page cut by the budget leaves rows unread
+            count = len(events)
             return ReplayPage(
                 events=events, cursor=start + count, has_more=start + count < last
             )

@@ -387,11 +387,18 @@ class ReplayLog(Protocol):
         now: float | None = None,
     ) -> int:
         """Assign the next cursor of ``stream_id`` atomically (also across
-        processes on a shared backend), call ``encode_at(cursor)`` once for
-        the notification's bytes at that cursor, store them (appended at
-        ``now``) and return the cursor. ``encode_at`` runs while the store
-        holds its write lock: keep it short, and do not call the store from
-        it. If it raises, nothing is stored and the error propagates.
+        processes on a shared backend), call ``encode_at(cursor)`` for the
+        notification's bytes at that cursor, store them (appended at
+        ``now``) and return the cursor.
+
+        ``encode_at`` is called once per attempt: a backend that guesses
+        the cursor (PostgreSQL, from the one it assigned last) calls it
+        again, with the next cursor it gets, when another writer took the
+        guessed one. The bytes of the last call are the ones stored, at
+        the returned cursor: make it a pure function of the cursor, cheap
+        to repeat. It runs while the store holds its lock: keep it short,
+        and do not call the store from it. If it raises, nothing is stored
+        and the error propagates.
 
         Raises:
             TypeError: ``encode_at`` returned something other than ``bytes``.
