@@ -32,9 +32,8 @@ sys.path.append(str(ROOT / "packages" / "samgita-protocol" / "tests"))
 sys.path.append(str(ROOT / "packages" / "samgita-protocol-websocket" / "tests"))
 
 from agent_restart import TOKEN, agent, last_cursor
-from postgres_server import Database, Unavailable, database
+from postgres_server import Database, Unavailable, database, uri
 from samgita_protocol_websocket import Session, connect
-from test_websocket_fake_agent_postgres import _spec
 
 HOST = "fake-agent"
 # No approvals offered: A's approval/request is refused by the client's
@@ -122,7 +121,7 @@ async def _stop_b_while_following(
 def test_a_stream_resumed_on_another_node_keeps_arriving_live(
     postgres: Database, tmp_path: Path
 ) -> None:
-    spec = _spec(postgres.fresh())
+    spec = uri(postgres.fresh())
     options = ("--store", spec, "--deltas", str(DELTAS))
     options += ("--delta-interval", "0.08", "--approval-timeout", "0.3")
     with agent(tmp_path, *options) as (proc_a, url_a):

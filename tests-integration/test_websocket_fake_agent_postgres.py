@@ -13,10 +13,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote, urlencode
 
 import pytest
-from psycopg.conninfo import conninfo_to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 # Appended, not prepended: these helpers' names shadow nothing here.
@@ -24,7 +22,7 @@ sys.path.append(str(ROOT / "packages" / "samgita-protocol" / "tests"))
 sys.path.append(str(ROOT / "packages" / "samgita-protocol-websocket" / "tests"))
 
 from agent_restart import kill_and_restart
-from postgres_server import Database, Unavailable, database
+from postgres_server import Database, Unavailable, database, uri
 
 
 @pytest.fixture(scope="module")
@@ -37,14 +35,7 @@ def postgres() -> Iterator[Database]:
         pytest.fail(str(missing), pytrace=False)
 
 
-def _spec(dsn: str) -> str:
-    """The ``--store`` SPEC of a libpq connection string: a ``postgresql://`` URI."""
-    params = {k: v for k, v in conninfo_to_dict(dsn).items() if v is not None}
-    dbname = params.pop("dbname", "")
-    return f"postgresql:///{quote(str(dbname))}?{urlencode(params)}"
-
-
 def test_sigkill_and_restart_on_one_postgres_database(
     postgres: Database, tmp_path: Path
 ) -> None:
-    kill_and_restart(tmp_path, _spec(postgres.fresh()))
+    kill_and_restart(tmp_path, uri(postgres.fresh()))

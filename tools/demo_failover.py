@@ -55,7 +55,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import quote, urlencode
 
 import samgita_protocol as core
 from samgita_protocol.stores.sqlite import SqliteStore
@@ -81,16 +80,6 @@ TIMEOUT = 60.0
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _spec(dsn: str) -> str:
-    """The ``--store`` SPEC of a libpq connection string: a ``postgresql://``
-    URI (as tests-integration/test_websocket_fake_agent_postgres.py builds it)."""
-    from psycopg.conninfo import conninfo_to_dict  # only this mode needs psycopg
-
-    params = {k: v for k, v in conninfo_to_dict(dsn).items() if v is not None}
-    dbname = params.pop("dbname", "")
-    return f"postgresql:///{quote(str(dbname))}?{urlencode(params)}"
 
 
 def _postgres_helper() -> ModuleType:
@@ -523,7 +512,7 @@ def main() -> int:
         db = _database(stack, t)
         if db is None:
             return t.finish()
-        spec = _spec(db.fresh())
+        spec = _postgres_helper().uri(db.fresh())
         t.say(
             "..",
             f"a fresh schema {db.schemas[-1]}; both nodes: --store postgresql://...",

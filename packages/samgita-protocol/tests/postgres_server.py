@@ -33,10 +33,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 #: An existing server's connection string, to use instead of a private one.
 ENV = "SAMGITA_POSTGRES_DSN"
@@ -56,6 +57,14 @@ UNPRIVILEGED = "nobody"
 
 class Unavailable(Exception):
     """No PostgreSQL server can be had: the message says what to install."""
+
+
+def uri(dsn: str) -> str:
+    """A libpq connection string (:meth:`Database.fresh`'s) as a
+    ``postgresql://`` URI: what ``samgita-fake-agent --store`` takes."""
+    params = {k: v for k, v in conninfo_to_dict(dsn).items() if v is not None}
+    dbname = params.pop("dbname", "")
+    return f"postgresql:///{quote(str(dbname))}?{urlencode(params)}"
 
 
 class Database:
